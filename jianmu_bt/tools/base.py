@@ -1,0 +1,242 @@
+"""Tool: the abstract contract every executable capability follows.
+
+A tool author writes `run(input)` (sync or async) and declares six class attributes; the
+framework calls `execute(...)`, which merges injected values, hands the call to a runner when one
+is given, awaits an async `run` and runs a sync `run` in a worker thread so it never blocks the
+event loop. `call(...)` is the never-raising form that returns a `ToolResult`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import anyio
+import anyio.to_thread
+
+from jianmu_bt.tools.calls import ToolCall, ToolResult
+
+if TYPE_CHECKING:
+    from jianmu_bt.sandbox.runner import ToolRunner
+
+DEFAULT_NAME = "unnamed_tool"
+DEFAULT_DESCRIPTION = "No description provided"
+DEFAULT_INPUT_SCHEMA: dict[str, Any] = {"type": "string", "description": "Input for the tool"}
+DEFAULT_OUTPUT_SCHEMA: dict[str, Any] = {"type": "string", "description": "Output of the tool"}
+
+# Set by the tree layer (jianmu_bt.nodes) so that `Tool.as_node` can build a ToolNode without the
+# tool layer importing anything above it.
+_node_factory: Callable[..., Any] | None = None
+
+
+def set_node_factory(factory: Callable[..., Any]) -> None:
+    """Register the callable `Tool.as_node` uses (the tree layer registers ToolNode)."""
+    global _node_factory
+    _node_factory = factory
+
+
+def normalize_parameters(schema: Mapping[str, Any] | None) -> dict[str, Any]:
+    """An object JSON Schema for function calling: objects pass through, anything else is wrapped.
+
+    A non-object input schema becomes `{"type": "object", "properties": {"input": schema},
+    "required": ["input"]}`, so an LLM always fills named arguments.
+    """
+    schema = dict(schema or {})
+    if schema.get("type") == "object":
+        schema.setdefault("properties", {})
+        return schema
+    return {"type": "object", "properties": {"input": schema}, "required": ["input"]}
+
+
+def normalize_output_schema(schema: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The declared output schema, or the default string schema when none was declared."""
+    return dict(schema) if schema else dict(DEFAULT_OUTPUT_SCHEMA)
+
+
+def merge_call_args(args: Any, injected: Mapping[str, Any] | None, prefer_injected: bool) -> Any:
+    """Merge injected values into dict arguments; non-dict arguments are left untouched.
+
+    With `prefer_injected` (the default) an injected value beats an argument of the same name.
+    """
+    if args is None:
+        args = {}
+    if not injected or not isinstance(args, Mapping):
+        return args
+    return {**args, **injected} if prefer_injected else {**injected, **args}
+
+
+class Tool(ABC):
+    """An executable capability an agent or a tree step can call.
+
+    Subclasses set the class attributes below and implement `run`. Instances may override any
+    attribute (for example a configured name) without touching the class.
+
+    | attribute       | default                     | used for                                   |
+    |-----------------|-----------------------------|--------------------------------------------|
+    | `name`          | "unnamed_tool"              | the name an LLM calls the tool by          |
+    | `description`   | "No description provided"   | prompt text (docstring used when default)  |
+    | `input_schema`  | a string                    | function-calling parameters                |
+    | `output_schema` | a string                    | docs and UIs                               |
+    | `parallel_safe` | True                        | whether a batch may run it concurrently    |
+    | `effect_tags`   | ()                          | side effects the guard counts and budgets  |
+    """
+
+    name: str = DEFAULT_NAME
+    description: str = DEFAULT_DESCRIPTION
+    input_schema: ClassVar[dict[str, Any]] = DEFAULT_INPUT_SCHEMA
+    output_schema: ClassVar[dict[str, Any]] = DEFAULT_OUTPUT_SCHEMA
+    parallel_safe: bool = True
+    effect_tags: tuple[str, ...] = ()
+    #: Seconds a `call` may take before it is cancelled; None means no limit.
+    timeout: float | None = None
+    #: A sync `run` is assumed to block and goes to a worker thread. A quick, pure `run` may set
+    #: this False to run on the event loop and skip the thread hop (about 0.1 ms a call).
+    blocking: bool = True
+
+    _run_is_async: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # Decided once per class, not on every call.
+        cls._run_is_async = inspect.iscoroutinefunction(cls.run)
+
+    @abstractmethod
+    def run(self, input: Any) -> Any:
+        """Do the work. Sync or async; the only method a tool author has to write."""
+
+    # -- execution -------------------------------------------------------------------------
+
+    def merge_args(self, args: Any, injected: Mapping[str, Any] | None, prefer_injected: bool) -> Any:
+        """Combine the caller's arguments with injected values (see `merge_call_args`)."""
+        return merge_call_args(args, injected, prefer_injected)
+
+    async def execute(
+        self,
+        args: Any = None,
+        injected: Mapping[str, Any] | None = None,
+        runner: ToolRunner | None = None,
+        prefer_injected: bool = True,
+    ) -> Any:
+        """Run the tool and return its raw result.
+
+        Injected values are merged into dict arguments, then the call goes to `runner.run` when a
+        runner is given, or runs here (`execute_local`). Exceptions from `run` propagate; use
+        `call` for a result that never raises.
+        """
+        merged = self.merge_args(args, injected, prefer_injected)
+        if runner is not None:
+            return await runner.run(self, merged)
+        return await self.execute_local(merged)
+
+    async def execute_local(self, args: Any) -> Any:
+        """Run in this process: async `run` is awaited, sync `run` goes to a worker thread."""
+        prepared = self.prepare_input(args)
+        if isinstance(prepared, ToolResult):
+            return prepared
+        if self._run_is_async:
+            return await self.run(prepared)
+        if not self.blocking:
+            return self.run(prepared)
+        # abandon_on_cancel: a timeout or halt returns at once; the thread cannot be killed and
+        # finishes on its own (use a sandbox runner for work that must be stoppable).
+        return await anyio.to_thread.run_sync(self.run, prepared, abandon_on_cancel=True)
+
+    def prepare_input(self, args: Any) -> Any:
+        """Shape the arguments into what `run` takes, or return a ToolResult error.
+
+        A tool with a non-object input schema is advertised as `{"input": ...}`; such a wrapped
+        value is unwrapped here so `run` receives the bare input.
+        """
+        if self.input_schema.get("type") == "object":
+            if not isinstance(args, Mapping):
+                return ToolResult.failure(
+                    self.name,
+                    f"Error: tool '{self.name}' expects a JSON object of arguments, "
+                    f"got {type(args).__name__}: {str(args)[:200]!r}",
+                )
+            return args
+        if isinstance(args, Mapping) and "input" in args:
+            return args["input"]
+        return args
+
+    async def call(
+        self,
+        args: Any = None,
+        *,
+        injected: Mapping[str, Any] | None = None,
+        runner: ToolRunner | None = None,
+        prefer_injected: bool = True,
+        timeout: float | None = None,
+    ) -> ToolResult:
+        """Execute and normalise: always a ToolResult, never an exception for a tool fault.
+
+        A raised exception becomes an error naming its type; exceeding `timeout` (or the tool's own
+        `timeout`) cancels the call and returns an error saying so. Cancellation of the caller
+        still propagates.
+        """
+        limit = self.timeout if timeout is None else timeout
+        try:
+            with anyio.fail_after(limit):
+                raw = await self.execute(args, injected, runner, prefer_injected)
+        except TimeoutError:
+            return ToolResult.failure(self.name, f"Error: tool '{self.name}' timed out after {limit}s")
+        except Exception as exc:  # a tool fault is an observation, not a crash
+            return ToolResult.failure(self.name, f"Error: {type(exc).__name__}: {exc}")
+        return ToolResult.from_raw(self.name, raw)
+
+    async def call_tool_call(self, call: ToolCall, **kwargs: Any) -> ToolResult:
+        """`call` with the arguments of a ToolCall."""
+        return await self.call(call.arguments, **kwargs)
+
+    # -- description and schemas -----------------------------------------------------------
+
+    def get_description(self) -> str:
+        """The explicit description, else this class's own docstring, else ""."""
+        if self.description and self.description != DEFAULT_DESCRIPTION:
+            return self.description
+        # Only the class's own docstring: an inherited one describes the base class, not the tool.
+        doc = type(self).__dict__.get("__doc__")
+        return inspect.cleandoc(doc) if doc else ""
+
+    def to_schema(self) -> dict[str, Any]:
+        """The function-calling schema: `{"name", "description", "parameters"}` (object params)."""
+        return {
+            "name": self.name,
+            "description": self.get_description(),
+            "parameters": normalize_parameters(self.input_schema),
+        }
+
+    def spec(self) -> dict[str, Any]:
+        """A richer description for prompts and UIs: schemas, returns, effects, parallel_safe."""
+        output_schema = normalize_output_schema(self.output_schema)
+        return {
+            "name": self.name,
+            "description": self.get_description(),
+            "parameters": normalize_parameters(self.input_schema),
+            "input_schema": dict(self.input_schema),
+            "output_schema": output_schema,
+            "returns": output_schema.get("description", output_schema.get("type", "")),
+            "effects": list(self.effect_tags),
+            "parallel_safe": self.parallel_safe,
+        }
+
+    def as_node(
+        self,
+        name: str | None = None,
+        input_key: str | None = None,
+        output_key: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Wrap this tool as a ToolNode, an explicit step of a behaviour tree."""
+        if _node_factory is None:
+            raise RuntimeError(
+                "Tool.as_node needs the tree layer: import jianmu_bt (or jianmu_bt.nodes) first"
+            )
+        return _node_factory(
+            self, name=name, input_key=input_key, output_key=output_key, **kwargs
+        )
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"

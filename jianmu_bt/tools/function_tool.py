@@ -1,0 +1,184 @@
+"""FunctionTool and `@tool`: any sync or async function as a first-class, validated tool.
+
+```python
+@tool
+def add(a: int, b: int) -> int:
+    '''Add two integers.
+
+    Args:
+        a: The first addend.
+        b: The second addend.
+    '''
+    return a + b
+```
+`add` is advertised with `a` and `b` (types, descriptions, required), validated before it runs,
+and still callable as `add(1, 2)`.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, overload
+
+import anyio.to_thread
+
+from jianmu_bt.tools.base import DEFAULT_DESCRIPTION, Tool
+from jianmu_bt.tools.calls import ToolResult
+from jianmu_bt.tools.signature import ArgumentError, FunctionSignature
+
+
+class FunctionTool(Tool):
+    """A Tool backed by a plain function; what `@tool` returns.
+
+    The function is analysed once (`FunctionSignature`). Without an explicit `input_schema` the
+    schema comes from the type hints and the docstring (Google, NumPy or Sphinx style), and every
+    call is validated against it; a validation failure is a ToolResult error naming the argument.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        input_schema: Mapping[str, Any] | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        parallel_safe: bool = True,
+        effect_tags: Iterable[str] = (),
+        injected: Iterable[str] = (),
+        timeout: float | None = None,
+        blocking: bool = True,
+    ) -> None:
+        if not callable(fn):
+            raise TypeError(f"@tool needs a function, got {type(fn).__name__}")
+        self.fn = fn
+        functools.update_wrapper(self, fn, updated=())
+        self.signature = FunctionSignature.from_function(fn, injected)
+        self.name = name or fn.__name__
+        self.description = description or self.signature.description or DEFAULT_DESCRIPTION
+        self.input_schema = dict(input_schema) if input_schema else self.signature.input_schema
+        self.output_schema = dict(output_schema or self.signature.output_schema or {}) or dict(
+            Tool.output_schema
+        )
+        self.parallel_safe = parallel_safe
+        self.effect_tags = tuple(effect_tags)
+        self.timeout = timeout
+        self.blocking = blocking
+        self._fn_is_async = inspect.iscoroutinefunction(fn)
+        # A tool with one visible parameter may be called with a bare value instead of a dict.
+        visible = [n for n in self.signature.param_names if n not in self.signature.injected_names]
+        self._sole_param = visible[0] if len(visible) == 1 else None
+        self._wraps_input = self.input_schema.get("type") != "object" and "input" not in visible
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the underlying function directly, as if it were not decorated."""
+        return self.fn(*args, **kwargs)
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the function (the coroutine of an async function is returned, not awaited)."""
+        return self.fn(*args, **kwargs)
+
+    def merge_args(self, args: Any, injected: Mapping[str, Any] | None, prefer_injected: bool) -> Any:
+        """Like `Tool.merge_args`, but values an LLM sent for injected parameters are dropped."""
+        hidden = self.signature.injected_names
+        if hidden and isinstance(args, Mapping) and hidden.intersection(args):
+            args = {k: v for k, v in args.items() if k not in hidden}
+        return super().merge_args(args, injected, prefer_injected)
+
+    def prepare_input(self, args: Any) -> Any:
+        """Validated keyword arguments, or a ToolResult error that names the bad argument."""
+        if args is None:
+            args = {}
+        if self._wraps_input and isinstance(args, Mapping) and set(args) == {"input"}:
+            args = args["input"]  # advertised as {"input": ...}; see normalize_parameters
+        if not isinstance(args, Mapping):
+            if self._sole_param is None:
+                expected = ", ".join(self.signature.param_names) or "no arguments"
+                return ToolResult.failure(
+                    self.name,
+                    f"Error: tool '{self.name}' expects a JSON object with {expected}; "
+                    f"got {type(args).__name__}: {str(args)[:200]!r}",
+                )
+            args = {self._sole_param: args}
+        try:
+            return self.signature.validate(args)
+        except ArgumentError as exc:
+            return ToolResult.failure(
+                self.name, f"Error: invalid arguments for tool '{self.name}': {exc}"
+            )
+
+    async def execute_local(self, args: Any) -> Any:
+        """Validate, then await the async function or run the sync one in a worker thread."""
+        kwargs = self.prepare_input(args)
+        if isinstance(kwargs, ToolResult):
+            return kwargs
+        positional = [kwargs.pop(n) for n in self.signature.positional_only]
+        if self._fn_is_async:
+            return await self.fn(*positional, **kwargs)
+        if not self.blocking:
+            return self.fn(*positional, **kwargs)
+        call = functools.partial(self.fn, *positional, **kwargs)
+        return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+
+    def __repr__(self) -> str:
+        return f"<FunctionTool {self.name!r} of {getattr(self.fn, '__qualname__', self.fn)!r}>"
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
+
+
+@overload
+def tool(
+    fn: None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    input_schema: Mapping[str, Any] | None = None,
+    output_schema: Mapping[str, Any] | None = None,
+    parallel_safe: bool = True,
+    effect_tags: Iterable[str] = (),
+    injected: Iterable[str] = (),
+    timeout: float | None = None,
+    blocking: bool = True,
+) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    input_schema: Mapping[str, Any] | None = None,
+    output_schema: Mapping[str, Any] | None = None,
+    parallel_safe: bool = True,
+    effect_tags: Iterable[str] = (),
+    injected: Iterable[str] = (),
+    timeout: float | None = None,
+    blocking: bool = True,
+) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
+    """Turn a function into a FunctionTool: `@tool` or `@tool(name=..., effect_tags=...)`.
+
+    Options: `name`, `description` (default: the docstring's text), `input_schema` (default:
+    derived from the type hints), `output_schema`, `parallel_safe`, `effect_tags`, `injected`
+    (parameter names hidden from the LLM and supplied by the caller), `timeout` (seconds per
+    call) and `blocking` (False runs a quick sync function on the event loop, not in a thread).
+    """
+    options = {
+        "name": name,
+        "description": description,
+        "input_schema": input_schema,
+        "output_schema": output_schema,
+        "parallel_safe": parallel_safe,
+        "effect_tags": effect_tags,
+        "injected": injected,
+        "timeout": timeout,
+        "blocking": blocking,
+    }
+    if fn is not None:
+        return FunctionTool(fn, **options)
+    return lambda f: FunctionTool(f, **options)
