@@ -29,7 +29,7 @@ class ToolRunner(Protocol):
     """Runs one tool call somewhere (this process, a child process, a container)."""
 
     async def run(self, tool: RunnableTool, args: Any) -> Any:
-        """Run `tool` with `args` and return its raw result (any shape `ToolResult.from_raw` takes)."""
+        """Run `tool` with `args`; return its raw result (any shape `ToolResult.from_raw` takes)."""
         ...
 
 

@@ -108,7 +108,9 @@ class Tool(ABC):
 
     # -- execution -------------------------------------------------------------------------
 
-    def merge_args(self, args: Any, injected: Mapping[str, Any] | None, prefer_injected: bool) -> Any:
+    def merge_args(
+        self, args: Any, injected: Mapping[str, Any] | None, prefer_injected: bool
+    ) -> Any:
         """Combine the caller's arguments with injected values (see `merge_call_args`)."""
         return merge_call_args(args, injected, prefer_injected)
 
@@ -181,7 +183,9 @@ class Tool(ABC):
             with anyio.fail_after(limit):
                 raw = await self.execute(args, injected, runner, prefer_injected)
         except TimeoutError:
-            return ToolResult.failure(self.name, f"Error: tool '{self.name}' timed out after {limit}s")
+            return ToolResult.failure(
+                self.name, f"Error: tool '{self.name}' timed out after {limit}s"
+            )
         except Exception as exc:  # a tool fault is an observation, not a crash
             return ToolResult.failure(self.name, f"Error: {type(exc).__name__}: {exc}")
         return ToolResult.from_raw(self.name, raw)
@@ -234,9 +238,7 @@ class Tool(ABC):
             raise RuntimeError(
                 "Tool.as_node needs the tree layer: import jianmu_bt (or jianmu_bt.nodes) first"
             )
-        return _node_factory(
-            self, name=name, input_key=input_key, output_key=output_key, **kwargs
-        )
+        return _node_factory(self, name=name, input_key=input_key, output_key=output_key, **kwargs)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"

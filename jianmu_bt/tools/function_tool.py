@@ -72,6 +72,13 @@ class FunctionTool(Tool):
         self._sole_param = visible[0] if len(visible) == 1 else None
         self._wraps_input = self.input_schema.get("type") != "object" and "input" not in visible
 
+    def get_description(self) -> str:
+        """The explicit description, else the function's docstring text, else "".
+
+        Never FunctionTool's own class docstring: that describes the wrapper, not the tool.
+        """
+        return "" if self.description == DEFAULT_DESCRIPTION else self.description
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the underlying function directly, as if it were not decorated."""
         return self.fn(*args, **kwargs)
@@ -80,7 +87,9 @@ class FunctionTool(Tool):
         """Call the function (the coroutine of an async function is returned, not awaited)."""
         return self.fn(*args, **kwargs)
 
-    def merge_args(self, args: Any, injected: Mapping[str, Any] | None, prefer_injected: bool) -> Any:
+    def merge_args(
+        self, args: Any, injected: Mapping[str, Any] | None, prefer_injected: bool
+    ) -> Any:
         """Like `Tool.merge_args`, but values an LLM sent for injected parameters are dropped."""
         hidden = self.signature.injected_names
         if hidden and isinstance(args, Mapping) and hidden.intersection(args):

@@ -154,9 +154,7 @@ class BuiltinToolProvider(BaseToolProvider):
         try:
             return getattr(importlib.import_module(module_name), attr)
         except ImportError as exc:
-            raise ToolUnavailableError(
-                f"built-in tool '{name}' is not available: {exc}"
-            ) from exc
+            raise ToolUnavailableError(f"built-in tool '{name}' is not available: {exc}") from exc
         except AttributeError as exc:
             raise ToolUnavailableError(f"built-in tool '{name}': {source} not found") from exc
 

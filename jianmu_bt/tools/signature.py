@@ -119,7 +119,11 @@ def format_validation_error(exc: ValidationError, injected: frozenset[str] = fro
         loc = ".".join(str(p) for p in err["loc"]) or "arguments"
         kind = err.get("type")
         if kind == "missing":
-            what = "missing injected value" if err["loc"][0] in injected else "missing required argument"
+            what = (
+                "missing injected value"
+                if err["loc"][0] in injected
+                else "missing required argument"
+            )
             parts.append(f"{loc}: {what}")
         elif kind == "extra_forbidden":
             parts.append(f"{loc}: unexpected argument")

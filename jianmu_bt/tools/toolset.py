@@ -51,7 +51,7 @@ class ToolSet:
         runner: ToolRunner | None = None,
         **options: Any,
     ) -> ToolSet:
-        """Built-ins by name (aliases apply) plus custom tools, which win over a same-named built-in.
+        """Built-ins by name (aliases apply) plus custom tools, which beat same-named built-ins.
 
         `options` go to the built-in tools' constructors that accept them (for example a
         workspace root). Unknown names raise UnknownToolError.
@@ -93,7 +93,9 @@ class ToolSet:
         for name in names:
             found = self.get(name) or self.get(BuiltinToolProvider.canonical_name(name))
             if found is None:
-                raise KeyError(f"no tool named '{name}' in this set; it has: {', '.join(self.names())}")
+                raise KeyError(
+                    f"no tool named '{name}' in this set; it has: {', '.join(self.names())}"
+                )
             picked.append(found)
         return ToolSet(picked, runner=self.runner)
 

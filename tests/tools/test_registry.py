@@ -1,0 +1,158 @@
+"""BuiltinToolProvider: the lazy registry, aliases, custom tools and providers."""
+
+import logging
+
+import pytest
+
+from jianmu_bt.tools import (
+    BaseToolProvider,
+    BuiltinToolProvider,
+    Tool,
+    ToolProvider,
+    ToolSet,
+    UnknownToolError,
+    tool,
+)
+
+BUILTIN_NAMES = {
+    "read_file",
+    "write_file",
+    "list_dir",
+    "glob_search",
+    "grep_search",
+    "file_info",
+    "str_replace",
+    "python_repl",
+    "calculator",
+    "bash",
+    "http_request",
+    "duckduckgo_search",
+}
+
+
+class Greeter(Tool):
+    name = "greeter"
+
+    def __init__(self, greeting: str = "hello"):
+        self.greeting = greeting
+
+    def run(self, input):
+        return f"{self.greeting} {input}"
+
+
+@pytest.fixture
+def registry_snapshot():
+    BuiltinToolProvider._ensure_builtins()
+    builtins = dict(BuiltinToolProvider._builtins)
+    aliases = dict(BuiltinToolProvider._aliases)
+    yield
+    BuiltinToolProvider._builtins.clear()
+    BuiltinToolProvider._builtins.update(builtins)
+    BuiltinToolProvider._aliases.clear()
+    BuiltinToolProvider._aliases.update(aliases)
+
+
+def test_all_twelve_builtin_names_are_registered():
+    assert set(BuiltinToolProvider.list_builtin_names()) >= BUILTIN_NAMES
+    assert set(ToolSet.list_builtin_names()) >= BUILTIN_NAMES
+
+
+def test_default_aliases():
+    assert BuiltinToolProvider.canonical_name("file_read") == "read_file"
+    assert BuiltinToolProvider.canonical_name("Web_Search") == "duckduckgo_search"
+
+
+def test_register_tool_and_alias(registry_snapshot):
+    BuiltinToolProvider.register_tool("greeter", Greeter)
+    BuiltinToolProvider.register_alias("hi", "greeter")
+    toolset = ToolSet.resolve(["hi"], greeting="hey")
+    assert toolset.names() == ["greeter"]
+    assert toolset.get("greeter").greeting == "hey"  # options reach constructors that take them
+
+
+def test_register_by_import_path_is_lazy(registry_snapshot):
+    BuiltinToolProvider.register_tool("lazy", "tests_that_do_not_exist.module:Thing")
+    assert "lazy" in BuiltinToolProvider.list_builtin_names()  # nothing imported yet
+    reason = BuiltinToolProvider.availability()["lazy"]
+    assert "not available" in reason and "tests_that_do_not_exist" in reason
+
+
+def test_unavailable_builtin_is_skipped_with_a_logged_reason(registry_snapshot, caplog):
+    BuiltinToolProvider.register_tool("greeter", Greeter)
+    BuiltinToolProvider.register_tool("broken", "tests_that_do_not_exist.module:Thing")
+    with caplog.at_level(logging.WARNING, logger="jianmu_bt.tools.registry"):
+        toolset = ToolSet.resolve(["broken", "greeter"])
+    assert toolset.names() == ["greeter"]
+    assert "broken" in caplog.text and "not available" in caplog.text
+
+
+def test_failing_constructor_is_skipped_not_fatal(registry_snapshot, caplog):
+    def explode():
+        raise RuntimeError("no config")
+
+    BuiltinToolProvider.register_tool("exploding", explode)
+    BuiltinToolProvider.register_tool("greeter", Greeter)
+    with caplog.at_level(logging.WARNING):
+        assert ToolSet.resolve(["exploding", "greeter"]).names() == ["greeter"]
+    assert "failed to start: no config" in caplog.text
+
+
+def test_unknown_name_is_an_error_with_suggestions():
+    with pytest.raises(UnknownToolError) as info:
+        ToolSet.resolve(["calculater"])
+    assert "unknown tool 'calculater'" in str(info.value)
+    assert "did you mean calculator" in str(info.value)
+
+
+def test_custom_tools_beat_builtins_and_aliases_apply(registry_snapshot):
+    BuiltinToolProvider.register_tool("greeter", Greeter)
+
+    @tool(name="read_file")
+    def my_reader(path: str) -> str:
+        """Custom reader."""
+        return path
+
+    toolset = ToolSet.resolve(["file_read", "greeter"], custom_tools=[my_reader])
+    assert toolset.get("read_file") is my_reader
+    assert toolset.names() == ["read_file", "greeter"]
+
+
+def test_custom_tools_not_named_are_still_included():
+    @tool
+    def extra() -> str:
+        """Extra."""
+        return "x"
+
+    assert ToolSet.resolve([], custom_tools=[extra]).names() == ["extra"]
+
+
+def test_provider_protocol_and_base_provider():
+    assert isinstance(BaseToolProvider(), ToolProvider)
+    assert isinstance(BuiltinToolProvider(), ToolProvider)
+    assert BaseToolProvider().get_tools() == []
+
+
+@pytest.mark.anyio
+async def test_from_providers_collects_tools_in_order(registry_snapshot):
+    BuiltinToolProvider.register_tool("greeter", Greeter)
+
+    class Static(BaseToolProvider):
+        def __init__(self, tools):
+            self.tools = tools
+
+        def get_tools(self, **kwargs):
+            return list(self.tools)
+
+    @tool
+    def extra() -> str:
+        """Extra."""
+        return "x"
+
+    providers = [BuiltinToolProvider(["greeter"]), Static([extra])]
+    for provider in providers:
+        await provider.initialize()
+    toolset = ToolSet.from_providers(providers)
+    assert toolset.names() == ["greeter", "extra"]
+    assert await toolset.execute("greeter", "you") == "hello you"
+    async with Static([]) as provider:
+        assert provider.get_tools() == []
