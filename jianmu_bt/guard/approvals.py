@@ -1,0 +1,346 @@
+"""ApprovalStore: reviewers' decisions about held and refused calls, keyed by tool_call_id.
+
+Two kinds of request land here, both recorded by the GuardEnforcer:
+
+- a PENDING call (`ApprovalRequired`) holds its batch; `approve(call_id)` lets that call run,
+  `reject(call_id, reason)` turns it into DENY with the reviewer's reason;
+- a CONFIRM call (`ConfirmList`) was refused and the LLM asked the user; `approve(call_id)` then
+  grants one identical call (same tool, same arguments), which the LLM makes again.
+
+`grant(tool, arguments=None, uses=1)` pre-approves calls directly ("allow http_request for the
+rest of the run": `uses=None`). Every change is announced to `on_change` subscribers, so a tree
+runner waiting on a held batch can wake. The store is thread-safe: approvals may come from a web
+handler or a UI thread while the tree runs elsewhere; callbacks run on the approving thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from jianmu_bt.guard.decision import Decision, GuardVerdict
+from jianmu_bt.guard.errors import GuardSnapshotError
+from jianmu_bt.guard.policy import canonical_tool_name
+from jianmu_bt.tools import ToolCall
+
+logger = logging.getLogger(__name__)
+
+
+class UnknownApprovalError(KeyError):
+    """A call id the store has no request for; the message lists the calls still waiting."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class ApprovalStatus(StrEnum):
+    """Where a request stands: waiting for a reviewer, approved or rejected."""
+
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRecord:
+    """One call a reviewer is asked about: which call, why the guard asked, and the answer.
+
+    `kind` is PENDING (the batch is held) or CONFIRM (the call was refused until the user agrees).
+    `note` is the reviewer's note on approval, or their reason on rejection.
+    """
+
+    call_id: str
+    tool: str
+    arguments: Any
+    status: ApprovalStatus = ApprovalStatus.PENDING
+    kind: Decision = Decision.PENDING
+    reason: str = ""
+    policy: str = ""
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """A standing approval: calls to `tool` (with exactly `arguments`, or any when None) pass
+    CONFIRM and PENDING policies. `uses` is how many calls are left (None: unlimited); `used_by`
+    remembers the call ids that used it, so checking the same call twice uses it once."""
+
+    id: str
+    tool: str
+    arguments: Any = None
+    uses: int | None = 1
+    note: str | None = None
+    used_by: tuple[str, ...] = ()
+
+    def matches(self, names: Collection[str], arguments: Any) -> bool:
+        """True when a call with one of `names` and these arguments may use this grant."""
+        if self.tool not in names or (self.uses is not None and self.uses <= 0):
+            return False
+        return self.arguments is None or self.arguments == arguments
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalChange:
+    """What changed in the store, as passed to `on_change` callbacks."""
+
+    kind: Literal["requested", "approved", "rejected", "granted", "revoked", "restored"]
+    call_id: str | None = None
+    record: ApprovalRecord | None = None
+    grant: Grant | None = None
+
+
+ChangeCallback = Callable[[ApprovalChange], None]
+
+
+class _StoreSnapshot(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: Literal[1] = 1
+    records: list[ApprovalRecord] = Field(default_factory=list)
+    grants: list[Grant] = Field(default_factory=list)
+
+
+class ApprovalStore:
+    """Approvals and grants of one run; see the module docstring for the flow."""
+
+    def __init__(self) -> None:
+        self._records: dict[str, ApprovalRecord] = {}
+        self._grants: dict[str, Grant] = {}
+        self._listeners: list[ChangeCallback] = []
+        self._lock = threading.RLock()
+        #: Increases on every change; a runner can compare it to see whether anything arrived.
+        self.version = 0
+
+    # -- requests (written by the enforcer) -------------------------------------------------
+
+    def request(self, call: ToolCall, verdict: GuardVerdict) -> ApprovalRecord:
+        """Record that `call` waits for a reviewer (PENDING or CONFIRM); idempotent per call id."""
+        if not call.id:
+            raise ValueError(
+                f"the call to '{call.name}' has no id; approvals are keyed by tool_call_id "
+                "(give calls ids with ToolCall.with_id())"
+            )
+        with self._lock:
+            existing = self._records.get(call.id)
+            if existing is not None:
+                return existing
+            record = ApprovalRecord(
+                call_id=call.id,
+                tool=call.name,
+                arguments=call.arguments,
+                kind=verdict.decision,
+                reason=verdict.reason,
+                policy=verdict.policy,
+            )
+            self._records[call.id] = record
+        self._notify(ApprovalChange("requested", call.id, record=record))
+        return record
+
+    # -- reviewer's decisions ---------------------------------------------------------------
+
+    def approve(self, call_id: str, note: str | None = None) -> ApprovalRecord:
+        """Approve a waiting call. A held (PENDING) call then runs; a refused (CONFIRM) call
+        grants the identical call once.
+
+        Raises UnknownApprovalError (a KeyError) for an unknown id, ValueError if rejected.
+        """
+        grant = None
+        with self._lock:
+            record = self._get_open(call_id)
+            if record.status is ApprovalStatus.APPROVED:
+                return record
+            if record.status is ApprovalStatus.REJECTED:
+                raise ValueError(f"call {call_id} was already rejected: {record.note}")
+            record = replace(record, status=ApprovalStatus.APPROVED, note=note)
+            self._records[call_id] = record
+            if record.kind is Decision.CONFIRM:
+                grant = self._add_grant(canonical_tool_name(record.tool), record.arguments, 1, note)
+        self._notify(ApprovalChange("approved", call_id, record=record, grant=grant))
+        return record
+
+    def reject(self, call_id: str, reason: str) -> ApprovalRecord:
+        """Reject a waiting call: it becomes DENY and the LLM reads `reason`.
+
+        Raises UnknownApprovalError (a KeyError) for an unknown id, ValueError for an empty
+        reason or an already approved call.
+        """
+        if not isinstance(reason, str) or not reason.strip():
+            raise ValueError("reject needs a reason the LLM can read, got an empty one")
+        with self._lock:
+            record = self._get_open(call_id)
+            if record.status is ApprovalStatus.REJECTED:
+                return record
+            if record.status is ApprovalStatus.APPROVED:
+                raise ValueError(f"call {call_id} was already approved")
+            record = replace(record, status=ApprovalStatus.REJECTED, note=reason.strip())
+            self._records[call_id] = record
+        self._notify(ApprovalChange("rejected", call_id, record=record))
+        return record
+
+    def grant(
+        self,
+        tool: str,
+        arguments: Any = None,
+        uses: int | None = 1,
+        note: str | None = None,
+    ) -> Grant:
+        """Pre-approve calls to `tool` (exactly `arguments`, or any when None) for `uses` calls
+        (None: unlimited). Granted calls pass CONFIRM and PENDING policies, never DENY ones."""
+        if not isinstance(tool, str) or not tool.strip():
+            raise ValueError(f"grant needs a tool name, got {tool!r}")
+        if uses is not None and (isinstance(uses, bool) or not isinstance(uses, int) or uses < 1):
+            raise ValueError(f"grant uses must be a whole number >= 1 or None, got {uses!r}")
+        with self._lock:
+            grant = self._add_grant(canonical_tool_name(tool), arguments, uses, note)
+        self._notify(ApprovalChange("granted", grant=grant))
+        return grant
+
+    def revoke(self, grant_id: str) -> Grant:
+        """Withdraw a grant; UnknownApprovalError (a KeyError) for an unknown id."""
+        with self._lock:
+            if grant_id not in self._grants:
+                raise UnknownApprovalError(f"no grant with id {grant_id!r}")
+            grant = self._grants.pop(grant_id)
+        self._notify(ApprovalChange("revoked", grant=grant))
+        return grant
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def status(self, call_id: str | None) -> ApprovalStatus | None:
+        """The status of a call's request, or None when the guard never asked about it."""
+        record = self._records.get(call_id) if call_id else None
+        return record.status if record else None
+
+    def get(self, call_id: str) -> ApprovalRecord | None:
+        """The request for `call_id`, or None."""
+        return self._records.get(call_id)
+
+    def pending(self, kind: Decision | None = None) -> list[ApprovalRecord]:
+        """Requests still waiting for a reviewer, oldest first; `kind` filters PENDING/CONFIRM."""
+        with self._lock:
+            return [
+                r
+                for r in self._records.values()
+                if r.status is ApprovalStatus.PENDING and (kind is None or r.kind is kind)
+            ]
+
+    def records(self) -> list[ApprovalRecord]:
+        """Every request, decided or not, oldest first."""
+        with self._lock:
+            return list(self._records.values())
+
+    def grants(self) -> list[Grant]:
+        """Every grant, including used-up ones (they remember which calls used them)."""
+        with self._lock:
+            return list(self._grants.values())
+
+    # -- used by the enforcer ---------------------------------------------------------------
+
+    def use_grant(self, call: ToolCall, names: Collection[str]) -> Grant | None:
+        """The grant that lets `call` through, using one of its uses; None when none applies.
+
+        A call id that already used a grant gets the same grant again without another use.
+        """
+        with self._lock:
+            if call.id:
+                for grant in self._grants.values():
+                    if call.id in grant.used_by:
+                        return grant
+            for grant in self._grants.values():
+                if grant.matches(names, call.arguments):
+                    if grant.uses is None:
+                        return grant
+                    used = (*grant.used_by, call.id) if call.id else grant.used_by
+                    updated = replace(grant, uses=grant.uses - 1, used_by=used)
+                    self._grants[grant.id] = updated
+                    self.version += 1
+                    return updated
+        return None
+
+    # -- subscriptions ----------------------------------------------------------------------
+
+    def on_change(self, callback: ChangeCallback) -> Callable[[], None]:
+        """Call `callback(change)` after every change; returns a function that unsubscribes.
+
+        Callbacks run on the thread that made the change and must be quick; to wake an event
+        loop from another thread use `loop.call_soon_threadsafe` or `anyio.from_thread`. An
+        exception in a callback is logged and does not undo the change.
+        """
+        with self._lock:
+            self._listeners.append(callback)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if callback in self._listeners:
+                    self._listeners.remove(callback)
+
+        return unsubscribe
+
+    # -- snapshot ---------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """Requests and grants as JSON-ready data (subscribers are not part of it)."""
+        with self._lock:
+            snap = _StoreSnapshot(records=list(self._records.values()), grants=self.grants())
+        return snap.model_dump(mode="json")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ApprovalStore:
+        """A store holding the requests and grants of `to_dict()` output."""
+        store = cls()
+        store.restore(data)
+        return store
+
+    def restore(self, data: Mapping[str, Any]) -> None:
+        """Replace requests and grants with a snapshot's, keeping subscribers; GuardSnapshotError
+        names a bad entry and leaves the store as it was."""
+        try:
+            snap = _StoreSnapshot.model_validate(data)
+        except ValidationError as exc:
+            raise GuardSnapshotError.from_validation_error("approval store", exc) from None
+        with self._lock:
+            self._records = {r.call_id: r for r in snap.records}
+            self._grants = {g.id: g for g in snap.grants}
+        self._notify(ApprovalChange("restored"))
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _get_open(self, call_id: str) -> ApprovalRecord:
+        record = self._records.get(call_id)
+        if record is None:
+            waiting = ", ".join(r.call_id for r in self.pending()) or "none"
+            raise UnknownApprovalError(
+                f"no call {call_id!r} is waiting for approval; waiting: {waiting}"
+            )
+        return record
+
+    def _add_grant(self, tool: str, arguments: Any, uses: int | None, note: str | None) -> Grant:
+        grant = Grant(
+            id=f"grant_{uuid.uuid4().hex[:12]}",
+            tool=tool,
+            arguments=arguments,
+            uses=uses,
+            note=note,
+        )
+        self._grants[grant.id] = grant
+        return grant
+
+    def _notify(self, change: ApprovalChange) -> None:
+        with self._lock:
+            self.version += 1
+            listeners = list(self._listeners)
+        for callback in listeners:
+            try:
+                callback(change)
+            except Exception:  # a broken subscriber must not undo a reviewer's decision
+                logger.exception("approval change callback %r failed", callback)
+
+    def __repr__(self) -> str:
+        return f"ApprovalStore(pending={len(self.pending())}, grants={len(self._grants)})"

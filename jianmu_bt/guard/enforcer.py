@@ -1,0 +1,258 @@
+"""GuardEnforcer: runs the policies on each call, combines their verdicts, applies approvals.
+
+```python
+enforcer = GuardEnforcer([DenyList(["bash"]), EffectBudget({"http": 10})])
+verdicts = enforcer.preflight(calls, toolset)        # one verdict per call, in order
+...                                                  # run the allowed calls
+enforcer.record(call, tool, result.ok)               # after each call ran
+```
+Combining: every policy is asked; the most restrictive verdict wins (DENY > PENDING > CONFIRM >
+ALLOW), the first policy in order winning a tie. Then the reviewers' word applies: a rejected
+call is DENY with the reviewer's reason; an approved held call, or a call covered by a grant,
+turns PENDING/CONFIRM into ALLOW. Approvals never lift a DENY (a spent budget stays spent).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from jianmu_bt.guard.approvals import ApprovalStatus, ApprovalStore
+from jianmu_bt.guard.config import GuardConfig
+from jianmu_bt.guard.context import GuardContext
+from jianmu_bt.guard.decision import Decision, GuardVerdict
+from jianmu_bt.guard.errors import GuardSnapshotError
+from jianmu_bt.guard.policy import Policy, call_names, canonical_tool_name, tool_key
+from jianmu_bt.tools import Tool, ToolCall, ToolSet
+
+logger = logging.getLogger(__name__)
+
+#: The `policy` of verdicts that come from reviewers rather than from a policy.
+APPROVAL_POLICY = "approval"
+GRANT_POLICY = "grant"
+
+
+class _EnforcerSnapshot(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: Literal[1] = 1
+    context: dict[str, Any]
+    approvals: dict[str, Any]
+
+
+class GuardEnforcer:
+    """Checks tool calls against policies and keeps the run's guard state (context, approvals).
+
+    `policies` are asked in order; `approvals` (a new ApprovalStore by default) holds reviewers'
+    decisions; `context` (a new GuardContext by default) holds the run's counters. Methods take
+    an optional `ctx` to check against another context; by default they use `self.context`.
+    """
+
+    def __init__(
+        self,
+        policies: Iterable[Policy] = (),
+        approvals: ApprovalStore | None = None,
+        context: GuardContext | None = None,
+    ) -> None:
+        self.policies: list[Policy] = list(policies)
+        for index, policy in enumerate(self.policies):
+            if not callable(getattr(policy, "check", None)) or not isinstance(
+                getattr(policy, "name", None), str
+            ):
+                raise TypeError(
+                    f"policies[{index}] is not a policy (it needs a `name` and a "
+                    f"`check(call, tool, ctx)` method): {policy!r}"
+                )
+        self.approvals = approvals if approvals is not None else ApprovalStore()
+        self.context = context if context is not None else GuardContext()
+
+    @classmethod
+    def from_config(
+        cls,
+        config: GuardConfig | Mapping[str, Any] | None,
+        approvals: ApprovalStore | None = None,
+        context: GuardContext | None = None,
+    ) -> GuardEnforcer:
+        """An enforcer from the YAML shape `{allow, deny, confirm, approve, budgets,
+        rate_limits}`; GuardConfigError names any unknown key or bad value."""
+        return cls(GuardConfig.coerce(config).build_policies(), approvals, context)
+
+    # -- checking ---------------------------------------------------------------------------
+
+    def check(
+        self, call: ToolCall, tool: Tool | None = None, ctx: GuardContext | None = None
+    ) -> GuardVerdict:
+        """The combined verdict for one call (see the module docstring).
+
+        A PENDING or CONFIRM call is recorded in `approvals` so a reviewer can see it. A call
+        that ends up PENDING must have an id (approvals are keyed by it): ValueError otherwise.
+        """
+        ctx = self.context if ctx is None else ctx
+        verdicts = [v for p in self.policies if (v := self._ask(p, call, tool, ctx)) is not None]
+        return self._decide(call, tool, verdicts)
+
+    def preflight(
+        self,
+        calls: Iterable[ToolCall | Mapping[str, Any]],
+        toolset: ToolSet,
+        ctx: GuardContext | None = None,
+    ) -> list[GuardVerdict]:
+        """One verdict per call of a batch, in order.
+
+        Each call is checked against the counters as they would be after the batch's earlier
+        allowed calls ran (budgets and rate limits count them). A call whose tool is not in
+        `toolset` is ALLOW: reporting unknown tools is the executor's job. The counters
+        themselves change only through `record`.
+        """
+        plan = (self.context if ctx is None else ctx).copy()
+        verdicts = []
+        for call in ToolCall.from_list(calls):
+            tool = self.resolve_tool(call, toolset)
+            if tool is None:
+                verdicts.append(
+                    GuardVerdict(
+                        Decision.ALLOW,
+                        "not a tool of this run; the executor reports unknown tools",
+                        "",
+                        call.id,
+                        call.name,
+                    )
+                )
+                continue
+            verdict = self.check(call, tool, plan)
+            if verdict.allowed:
+                plan.add_effects(tool.effect_tags)
+                plan.add_call_time(tool_key(call, tool))
+            verdicts.append(verdict)
+        return verdicts
+
+    @staticmethod
+    def is_held(verdicts: Iterable[GuardVerdict]) -> bool:
+        """True when any verdict of a batch is PENDING: the executor then runs none of the batch
+        (RUNNING) and preflights it again when the approvals change (`ApprovalStore.on_change`).
+        """
+        return any(v.decision is Decision.PENDING for v in verdicts)
+
+    @staticmethod
+    def resolve_tool(call: ToolCall, toolset: ToolSet) -> Tool | None:
+        """The tool a call would run: by name (case-insensitive), then through aliases."""
+        return toolset.get(call.name) or toolset.get(canonical_tool_name(call.name))
+
+    # -- counting ---------------------------------------------------------------------------
+
+    def record(
+        self,
+        call: ToolCall,
+        tool: Tool | None,
+        result_ok: bool,
+        ctx: GuardContext | None = None,
+    ) -> None:
+        """Update the counters after `call` ran: its run time always (rate limits), its tool's
+        effect tags only when it succeeded (budgets). Call it once per run of a tool."""
+        ctx = self.context if ctx is None else ctx
+        ctx.add_call_time(tool_key(call, tool))
+        if result_ok and tool is not None:
+            ctx.add_effects(tool.effect_tags)
+
+    # -- snapshot ---------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """The run's guard state (counters and approvals) as JSON-ready data.
+
+        Policies are configuration, not state: a resumed run builds the same enforcer (for
+        example `from_config`) and then calls `restore`.
+        """
+        return {
+            "version": 1,
+            "context": self.context.to_dict(),
+            "approvals": self.approvals.to_dict(),
+        }
+
+    def restore(self, data: Mapping[str, Any]) -> None:
+        """Load a `snapshot()` into this enforcer in place (subscribers, clock and state view are
+        kept). A bad snapshot raises GuardSnapshotError and changes nothing."""
+        try:
+            snap = _EnforcerSnapshot.model_validate(data)
+        except ValidationError as exc:
+            raise GuardSnapshotError.from_validation_error("guard", exc) from None
+        GuardContext.from_dict(snap.context)  # validate before anything changes
+        self.approvals.restore(snap.approvals)
+        self.context.restore(snap.context)
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _ask(
+        self, policy: Policy, call: ToolCall, tool: Tool | None, ctx: GuardContext
+    ) -> GuardVerdict | None:
+        try:
+            verdict = policy.check(call, tool, ctx)
+        except Exception as exc:  # fail closed: a broken policy must not let calls through
+            logger.exception("guard policy %s failed on %s", policy.name, call.name)
+            return GuardVerdict(
+                Decision.DENY,
+                f"the guard could not check this call ({type(exc).__name__}: {exc})",
+                policy.name,
+                call.id,
+                call.name,
+            )
+        if verdict is not None and not isinstance(verdict, GuardVerdict):
+            return GuardVerdict(
+                Decision.DENY,
+                f"the guard could not check this call (policy returned {verdict!r})",
+                policy.name,
+                call.id,
+                call.name,
+            )
+        return verdict
+
+    def _decide(
+        self, call: ToolCall, tool: Tool | None, verdicts: list[GuardVerdict]
+    ) -> GuardVerdict:
+        record = self.approvals.get(call.id) if call.id else None
+        if record is not None and record.status is ApprovalStatus.REJECTED:
+            return GuardVerdict(
+                Decision.DENY,
+                f"a reviewer rejected it: {record.note}",
+                APPROVAL_POLICY,
+                call.id,
+                call.name,
+                hint="Do not repeat this call; take the reviewer's reason into account.",
+            )
+        strongest = None
+        for verdict in verdicts:
+            if strongest is None or verdict.decision.rank > strongest.decision.rank:
+                strongest = verdict
+        if strongest is None:
+            return GuardVerdict(Decision.ALLOW, "no policy objected", "", call.id, call.name)
+        if strongest.decision in (Decision.ALLOW, Decision.DENY):
+            return strongest
+        # CONFIRM or PENDING: a reviewer's approval or a grant lets the call run.
+        if (
+            record is not None
+            and record.status is ApprovalStatus.APPROVED
+            and record.kind is Decision.PENDING
+        ):
+            note = f": {record.note}" if record.note else ""
+            return GuardVerdict(
+                Decision.ALLOW, f"approved by a reviewer{note}", APPROVAL_POLICY, call.id, call.name
+            )
+        grant = self.approvals.use_grant(call, call_names(call, tool))
+        if grant is not None:
+            return GuardVerdict(
+                Decision.ALLOW, f"allowed by grant {grant.id}", GRANT_POLICY, call.id, call.name
+            )
+        if strongest.decision is Decision.PENDING and not call.id:
+            raise ValueError(
+                f"the call to '{call.name}' needs approval but has no id; approvals are keyed "
+                "by tool_call_id (give calls ids with ToolCall.with_id())"
+            )
+        if call.id:
+            self.approvals.request(call, strongest)
+        return strongest
+
+    def __repr__(self) -> str:
+        names = ", ".join(p.name for p in self.policies)
+        return f"GuardEnforcer([{names}], {self.context!r}, {self.approvals!r})"
