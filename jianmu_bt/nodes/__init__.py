@@ -1,0 +1,19 @@
+"""Tree nodes: py_trees behaviours that run tools and LLM turns over a run's state."""
+
+from jianmu_bt.nodes.agent import AddMessage, AgentLoop, react_agent
+from jianmu_bt.nodes.calling import RetryPolicy, run_tool_call, tool_message
+from jianmu_bt.nodes.llm_node import AgentLLMNode
+from jianmu_bt.nodes.tool_executor import ToolExecutor
+from jianmu_bt.nodes.tool_node import ToolNode
+
+__all__ = [
+    "AddMessage",
+    "AgentLLMNode",
+    "AgentLoop",
+    "RetryPolicy",
+    "ToolExecutor",
+    "ToolNode",
+    "react_agent",
+    "run_tool_call",
+    "tool_message",
+]

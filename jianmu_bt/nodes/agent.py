@@ -1,0 +1,149 @@
+"""The agent loop as a subtree: LLM turn -> ToolExecutor -> done check, up to N iterations.
+
+```
+Sequence "<name>" (memory)
+├── AddMessage "<name>.goal"        the goal (a template over state) as a user message, once
+└── AgentLoop "<name>.loop"         repeats its child until the LLM answers without tools
+    └── Sequence "<name>.turn"
+        ├── AgentLLMNode "<name>.llm"
+        └── ToolExecutor "<name>.tools"
+```
+`react_agent(...)` builds it; the YAML `agent` node builds the same thing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import py_trees
+from py_trees.common import Status
+
+from jianmu_bt.llm import LLMOptions, LLMProvider
+from jianmu_bt.nodes.llm_node import AgentLLMNode
+from jianmu_bt.nodes.tool_executor import ExecutionMode, ToolExecutor
+from jianmu_bt.runtime.async_node import ContextNode
+from jianmu_bt.runtime.templates import render
+from jianmu_bt.tools import Tool, ToolSet
+
+
+class AddMessage(ContextNode):
+    """Appends one message (its content a template over state) to a message list; SUCCESS."""
+
+    def __init__(
+        self, name: str, content: str, role: str = "user", messages_key: str = "messages"
+    ) -> None:
+        super().__init__(name=name)
+        self.content = content
+        self.role = role
+        self.messages_key = messages_key
+
+    def update(self) -> Status:
+        try:
+            text = render(self.content, self.state.get)
+            message = {"role": self.role, "content": text if isinstance(text, str) else str(text)}
+            self.state.append_port_messages(message, key=self.messages_key)
+        except Exception as exc:  # a bad reference is this node's failure, not the tree's crash
+            self.feedback_message = f"{type(exc).__name__}: {exc}"
+            return Status.FAILURE
+        return Status.SUCCESS
+
+
+class AgentLoop(py_trees.decorators.Decorator):
+    """Re-runs its child until `done()` after a successful pass, at most `max_iterations` passes.
+
+    A child FAILURE is the loop's FAILURE (the reason is the child's); running out of iterations
+    is FAILURE with a reason that says so.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        child: py_trees.behaviour.Behaviour,
+        done: Callable[[], bool],
+        max_iterations: int = 10,
+    ) -> None:
+        super().__init__(name=name, child=child)
+        if max_iterations < 1:
+            raise ValueError(f"max_iterations must be at least 1, got {max_iterations}")
+        self.done = done
+        self.max_iterations = max_iterations
+        self.iterations = 0
+
+    def initialise(self) -> None:
+        self.iterations = 0
+        self.feedback_message = ""
+
+    def update(self) -> Status:
+        status = self.decorated.status
+        if status == Status.FAILURE:
+            self.feedback_message = self.decorated.feedback_message
+            return Status.FAILURE
+        if status != Status.SUCCESS:
+            return Status.RUNNING
+        self.iterations += 1
+        if self.done():
+            self.feedback_message = f"answered after {self.iterations} iteration(s)"
+            return Status.SUCCESS
+        if self.iterations >= self.max_iterations:
+            self.feedback_message = (
+                f"no final answer after {self.max_iterations} iterations (max_iterations)"
+            )
+            return Status.FAILURE
+        self.decorated.stop(Status.INVALID)  # the next tick starts the next iteration
+        return Status.RUNNING
+
+
+def react_agent(
+    name: str = "Agent",
+    *,
+    tools: ToolSet | list[Tool] | None = None,
+    provider: LLMProvider | None = None,
+    goal: str | None = None,
+    system_prompt: str | None = None,
+    max_iterations: int = 10,
+    output_key: str | None = "final_answer",
+    messages_key: str = "messages",
+    actions_key: str = "actions",
+    options: LLMOptions | Mapping[str, Any] | None = None,
+    execution_mode: ExecutionMode = "auto",
+    max_retries: int = 0,
+    call_timeout: float | None = None,
+    stream: bool = False,
+    guard: Any = None,
+) -> py_trees.behaviour.Behaviour:
+    """A ReAct agent subtree: the LLM picks tools, the executor runs them, until an answer.
+
+    `goal` (a template over state, e.g. "Solve: {question}") is added as a user message when the
+    subtree starts; the answer lands in `output_key`. `provider` defaults to the run's
+    `services["llm"]`; `guard` (a GuardEnforcer) to the run's `services["guard"]`.
+    """
+    toolset = tools if isinstance(tools, ToolSet) else ToolSet.from_tools(tools or [])
+    llm = AgentLLMNode(
+        provider,
+        toolset,
+        name=f"{name}.llm",
+        system_prompt=system_prompt,
+        messages_key=messages_key,
+        actions_key=actions_key,
+        answer_key=output_key,
+        options=options,
+        stream=stream,
+    )
+    executor = ToolExecutor(
+        toolset,
+        name=f"{name}.tools",
+        actions_key=actions_key,
+        messages_key=messages_key,
+        execution_mode=execution_mode,
+        max_retries=max_retries,
+        call_timeout=call_timeout,
+        guard=guard,
+    )
+    turn = py_trees.composites.Sequence(f"{name}.turn", memory=True, children=[llm, executor])
+    loop = AgentLoop(f"{name}.loop", turn, done=lambda: llm.finished, max_iterations=max_iterations)
+    children: list[py_trees.behaviour.Behaviour] = []
+    if goal:
+        children.append(AddMessage(f"{name}.goal", goal, messages_key=messages_key))
+    children.append(loop)
+    return py_trees.composites.Sequence(name, memory=True, children=children)

@@ -1,0 +1,125 @@
+"""One tool call as the tree nodes make it: events, timeout, retries with backoff, guard records.
+
+Shared by ToolNode (an explicit step) and ToolExecutor (a batch from an LLM).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from jianmu_bt.runtime.context import RunContext
+from jianmu_bt.tools import Tool, ToolCall, ToolResult
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """`max_retries` extra attempts after a failure, waiting `backoff * 2**(attempt-1)` seconds.
+
+    Failures of the call's shape (invalid arguments, unknown tool) are never retried: the same
+    call would fail the same way.
+    """
+
+    max_retries: int = 0
+    backoff: float = 0.5
+    max_delay: float = 30.0
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to wait before retry number `attempt` (1-based)."""
+        return min(self.backoff * (2 ** (attempt - 1)), self.max_delay)
+
+
+def tool_message(call: ToolCall, result: ToolResult) -> dict[str, Any]:
+    """The tool message an LLM reads for `call`: OpenAI shape, carrying its `tool_call_id`."""
+    return {
+        "role": "tool",
+        "tool_call_id": call.id,
+        "name": call.name,
+        "content": result.content,
+    }
+
+
+async def run_tool_call(
+    context: RunContext | None,
+    node: str,
+    tool: Tool,
+    call: ToolCall,
+    *,
+    retry: RetryPolicy = RetryPolicy(),
+    timeout: float | None = None,
+    injected: Mapping[str, Any] | None = None,
+    runner: Any = None,
+    guard: Any = None,
+) -> ToolResult:
+    """Run one call with events and retries; always a ToolResult (cancellation still propagates).
+
+    Emits `tool.call.started`, then `tool.call.retry` per retry, then `tool.call.completed` or
+    `tool.call.failed`. `guard` (a GuardEnforcer), when given, records every attempt.
+    """
+    events = context.events if context is not None else None
+    if runner is None and context is not None:
+        runner = context.services.get("runner")
+    if events is not None:
+        events.emit(
+            "tool.call.started",
+            node=node,
+            tool=tool.name,
+            call_id=call.id,
+            arguments=call.arguments,
+        )
+    started = time.monotonic()
+    attempt = 0
+    while True:
+        result = await tool.call(call.arguments, injected=injected, runner=runner, timeout=timeout)
+        if guard is not None:
+            guard.record(call, tool, result.ok)
+        if result.ok or attempt >= retry.max_retries or not _retryable(result):
+            break
+        attempt += 1
+        delay = retry.delay(attempt)
+        if events is not None:
+            events.emit(
+                "tool.call.retry",
+                node=node,
+                tool=tool.name,
+                call_id=call.id,
+                attempt=attempt,
+                delay=delay,
+                error=result.error,
+            )
+        await anyio.sleep(delay)
+    if events is not None:
+        duration = time.monotonic() - started
+        if result.ok:
+            events.emit(
+                "tool.call.completed",
+                node=node,
+                tool=tool.name,
+                call_id=call.id,
+                output=result.output,
+                duration=duration,
+                attempts=attempt + 1,
+            )
+        else:
+            events.emit(
+                "tool.call.failed",
+                node=node,
+                tool=tool.name,
+                call_id=call.id,
+                error=result.error,
+                duration=duration,
+                attempts=attempt + 1,
+            )
+    return result
+
+
+_NOT_RETRYABLE = ("Error: invalid arguments", "Error: unknown tool")
+
+
+def _retryable(result: ToolResult) -> bool:
+    error = result.error or ""
+    return not error.startswith(_NOT_RETRYABLE) and "expects a JSON object" not in error

@@ -1,0 +1,127 @@
+"""AgentLLMNode: one LLM turn — the conversation and the tool schemas in, a reply and its calls out.
+
+Each entry sends the system prompt, the state's `messages` and the ToolSet's schemas to the run's
+LLM provider (`provider=` or `services["llm"]`), then writes in one state update: the assistant
+message appended to `messages`, its ToolCalls to `actions`, the reply text to `answer_key` when
+the reply asks for no tools, and the token usage added to `usage`. With `stream=True` text deltas
+are emitted as `llm.delta` events while the reply arrives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from jianmu_bt.llm import LLMOptions, LLMProvider, LLMResponse, StreamCompleted, TextDelta
+from jianmu_bt.runtime.async_node import AsyncNode
+from jianmu_bt.runtime.templates import render
+from jianmu_bt.tools import ToolSet
+
+
+class AgentLLMNode(AsyncNode):
+    """Asks the LLM for the next step of a conversation kept in state."""
+
+    def __init__(
+        self,
+        provider: LLMProvider | None = None,
+        toolset: ToolSet | None = None,
+        name: str = "LLM",
+        *,
+        system_prompt: str | None = None,
+        messages_key: str = "messages",
+        actions_key: str = "actions",
+        answer_key: str | None = "final_answer",
+        usage_key: str | None = "usage",
+        options: LLMOptions | Mapping[str, Any] | None = None,
+        stream: bool = False,
+        timeout: float | None = None,
+    ) -> None:
+        super().__init__(name=name, timeout=timeout)
+        self.provider = provider
+        self.toolset = toolset if toolset is not None else ToolSet()
+        self.system_prompt = system_prompt
+        self.messages_key = messages_key
+        self.actions_key = actions_key
+        self.answer_key = answer_key
+        self.usage_key = usage_key
+        if options is not None and not isinstance(options, LLMOptions):
+            options = LLMOptions.model_validate(options)
+        self.options = options
+        self.stream = stream
+        self.last_response: LLMResponse | None = None
+
+    @property
+    def finished(self) -> bool:
+        """True when the last reply asked for no tools: the agent has answered."""
+        return self.last_response is not None and not self.last_response.has_tool_calls
+
+    def resolve_provider(self) -> LLMProvider:
+        """The provider given to the node, else the run's `services["llm"]`."""
+        provider = self.provider
+        if provider is None and self.context is not None:
+            provider = self.context.services.get("llm")
+        if provider is None:
+            raise RuntimeError(
+                f"node '{self.name}' has no LLM provider: pass provider= or set an `llm` "
+                "for the tree (services['llm'])"
+            )
+        return provider
+
+    def build_messages(self) -> list[dict[str, Any]]:
+        """The request's messages: the system prompt (with `{key}` references) then the history."""
+        history = list(self.state.read_port(self.messages_key) or [])
+        if self.system_prompt:
+            system = render(self.system_prompt, self.state.get)
+            return [{"role": "system", "content": str(system)}, *history]
+        return history
+
+    async def run_async(self) -> bool:
+        self.last_response = None
+        provider = self.resolve_provider()
+        messages = self.build_messages()
+        tools = self.toolset.schemas() if len(self.toolset) else None
+        self.emit("llm.request", messages=len(messages), tools=len(tools or ()))
+        if self.stream:
+            response = await self._streamed(provider, messages, tools)
+        else:
+            response = await provider.complete(messages, tools, self.options)
+        self.last_response = response
+        self.emit(
+            "llm.response",
+            text=response.text,
+            tool_calls=[call.to_dict() for call in response.tool_calls],
+            usage=response.usage.model_dump(),
+            finish_reason=response.finish_reason,
+        )
+        self.state.update(self._updates(response))
+        return True
+
+    async def _streamed(
+        self, provider: LLMProvider, messages: list[dict[str, Any]], tools: Any
+    ) -> LLMResponse:
+        response = None
+        async for event in provider.stream(messages, tools, self.options):
+            if isinstance(event, TextDelta):
+                self.emit("llm.delta", text=event.text)
+            elif isinstance(event, StreamCompleted):
+                response = event.response
+        if response is None:
+            raise RuntimeError("the LLM stream ended without a completed reply")
+        return response
+
+    def _updates(self, response: LLMResponse) -> dict[str, Any]:
+        fields = self.state.fields
+        updates: dict[str, Any] = {
+            self.messages_key: [response.message],
+            self.actions_key: list(response.tool_calls),
+        }
+        if self.answer_key and not response.has_tool_calls:
+            updates[self.answer_key] = response.text
+        if self.usage_key and self.usage_key in fields:
+            usage = response.usage
+            updates[self.usage_key] = {
+                "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens,
+                "total_tokens": usage.total_tokens,
+            }
+        return updates

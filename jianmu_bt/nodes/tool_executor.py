@@ -1,0 +1,224 @@
+"""ToolExecutor: runs the batch of ToolCalls an LLM node wrote to `actions`.
+
+On each entry the executor:
+
+1. reads `actions` (ToolCalls) and gives every call an id (written back, so ids survive a
+   snapshot); calls that already have a tool message in `messages` ran before and are skipped;
+2. asks the guard about the whole batch: DENY and CONFIRM calls get a refusal observation; if any
+   call is PENDING the whole batch waits (the node stays RUNNING) until a reviewer decides through
+   the approval store, then the batch is checked again;
+3. runs the allowed calls serially or in parallel (`execution_mode`: auto = parallel only when
+   every tool of the batch is parallel-safe), with bounded concurrency, timeouts and retries;
+   one failing call never loses its siblings' results;
+4. appends one tool message per call (with its `tool_call_id`) in the batch's order, adds the
+   successful calls' effect tags to `tool_effects`, saves the guard's state, and clears `actions`.
+
+It ends in SUCCESS once the batch is observed: deciding that the agent is finished belongs to the
+loop around it, not to the executor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+import anyio
+
+from jianmu_bt.nodes.calling import RetryPolicy, run_tool_call, tool_message
+from jianmu_bt.nodes.guarding import verdicts_when_decided
+from jianmu_bt.runtime.async_node import AsyncNode
+from jianmu_bt.tools import Tool, ToolCall, ToolResult, ToolSet
+
+ExecutionMode = Literal["auto", "serial", "parallel"]
+
+
+class ToolExecutor(AsyncNode):
+    """Executes `actions` through a ToolSet, under a guard (`guard=` or `services["guard"]`)."""
+
+    def __init__(
+        self,
+        toolset: ToolSet | Iterable[Tool] | None = None,
+        name: str = "ToolExecutor",
+        *,
+        actions_key: str = "actions",
+        messages_key: str = "messages",
+        effects_key: str | None = "tool_effects",
+        guard_key: str | None = "guard",
+        execution_mode: ExecutionMode = "auto",
+        max_concurrency: int = 8,
+        max_retries: int = 0,
+        retry_backoff: float = 0.5,
+        call_timeout: float | None = None,
+        runner: Any = None,
+        guard: Any = None,
+        timeout: float | None = None,
+    ) -> None:
+        super().__init__(name=name, timeout=timeout)
+        if execution_mode not in ("auto", "serial", "parallel"):
+            raise ValueError(f"execution_mode must be auto, serial or parallel: {execution_mode!r}")
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
+        if isinstance(toolset, ToolSet) or toolset is None:
+            self.toolset = toolset or ToolSet()
+        else:
+            self.toolset = ToolSet.from_tools(toolset)
+        self.actions_key = actions_key
+        self.messages_key = messages_key
+        self.effects_key = effects_key
+        self.guard_key = guard_key
+        self.execution_mode = execution_mode
+        self.max_concurrency = max_concurrency
+        self.retry = RetryPolicy(max_retries=max_retries, backoff=retry_backoff)
+        self.call_timeout = call_timeout
+        self.runner = runner
+        self.guard = guard
+        self.last_results: dict[str, ToolResult] = {}
+
+    def register_tool(self, tool: Tool) -> None:
+        """Add a tool (it replaces a same-named one)."""
+        self.toolset = self.toolset.with_tools([tool])
+
+    # -- the work --------------------------------------------------------------------------
+
+    async def run_async(self) -> bool:
+        state = self.state
+        calls = [c.with_id() for c in ToolCall.from_list(state.read_port(self.actions_key))]
+        if not calls:
+            return True
+        state.set(self.actions_key, calls)
+        answered = {
+            m.get("tool_call_id")
+            for m in state.read_port(self.messages_key) or ()
+            if isinstance(m, Mapping) and m.get("role") == "tool"
+        }
+        todo = [c for c in calls if c.id not in answered]
+        results: dict[str, ToolResult] = {}
+        guard = self._guard()
+        runnable = todo
+        if guard is not None:
+            runnable = await self._preflight(guard, todo, results)
+        await self._execute(runnable, results)
+        self.last_results = results
+        self._publish(todo, results)
+        return True
+
+    def _guard(self) -> Any:
+        """This executor's own guard, else the run's `services["guard"]`, else None."""
+        if self.guard is not None:
+            return self.guard
+        return self.context.services.get("guard") if self.context else None
+
+    async def _preflight(
+        self, guard: Any, calls: list[ToolCall], results: dict[str, ToolResult]
+    ) -> list[ToolCall]:
+        """Verdicts for the batch; waits while any call is PENDING. Returns the calls to run."""
+
+        def held(pending: list[Any]) -> None:
+            self._save_guard(guard)
+            self.feedback_message = f"waiting for approval of {len(pending)} call(s)"
+            for verdict in pending:
+                self.emit(
+                    "guard.decision",
+                    tool=verdict.tool,
+                    call_id=verdict.call_id,
+                    decision="pending",
+                    reason=verdict.reason,
+                )
+
+        verdicts = await verdicts_when_decided(
+            guard, lambda: guard.preflight(calls, self.toolset), held
+        )
+        self.feedback_message = ""
+        runnable = []
+        for call, verdict in zip(calls, verdicts, strict=True):
+            if verdict.allowed:
+                runnable.append(call)
+                continue
+            results[call.id] = verdict.to_result()
+            self.emit(
+                "guard.decision",
+                tool=call.name,
+                call_id=call.id,
+                decision=verdict.decision.value,
+                reason=verdict.reason,
+            )
+        return runnable
+
+    def resolve_mode(self, calls: list[ToolCall]) -> Literal["serial", "parallel"]:
+        """auto: one call is serial; several are parallel only when every tool is parallel-safe."""
+        if self.execution_mode != "auto":
+            return self.execution_mode
+        if len(calls) < 2:
+            return "serial"
+        names = [c.name for c in calls]
+        return "parallel" if self.toolset.is_parallel_safe(names) else "serial"
+
+    async def _execute(self, calls: list[ToolCall], results: dict[str, ToolResult]) -> None:
+        if self.resolve_mode(calls) == "serial":
+            for call in calls:
+                results[call.id] = await self._one(call)
+            return
+        limiter = anyio.CapacityLimiter(self.max_concurrency)
+
+        async def one(call: ToolCall) -> None:
+            async with limiter:
+                results[call.id] = await self._one(call)
+
+        async with anyio.create_task_group() as task_group:
+            for call in calls:
+                task_group.start_soon(one, call)
+
+    async def _one(self, call: ToolCall) -> ToolResult:
+        found = self.toolset.get(call.name)
+        if found is None:
+            available = ", ".join(self.toolset.names()) or "none"
+            result = ToolResult.failure(
+                call.name, f"Error: unknown tool '{call.name}'; available tools: {available}"
+            )
+            self.emit("tool.call.failed", tool=call.name, call_id=call.id, error=result.error)
+            return result
+        if isinstance(call.arguments, str):
+            # ToolCall.from_dict keeps undecodable text as a string: tell the LLM, don't guess.
+            params = ", ".join(found.to_schema()["parameters"].get("properties", {}))
+            result = ToolResult.failure(
+                call.name,
+                f"Error: the arguments for '{call.name}' are not a valid JSON object "
+                f"({call.arguments[:200]!r}); send a JSON object with: {params or 'no arguments'}",
+            )
+            self.emit("tool.call.failed", tool=call.name, call_id=call.id, error=result.error)
+            return result
+        return await run_tool_call(
+            self.context,
+            self.name,
+            found,
+            call,
+            retry=self.retry,
+            timeout=self.call_timeout,
+            runner=self.runner or self.toolset.runner,
+            guard=self._guard(),
+        )
+
+    def _publish(self, calls: list[ToolCall], results: dict[str, ToolResult]) -> None:
+        """Write observations, effects, guard state, and clear the batch — in one state update."""
+        updates: dict[str, Any] = {
+            self.messages_key: [tool_message(c, results[c.id]) for c in calls if c.id in results],
+            self.actions_key: [],
+        }
+        if self.effects_key and self.effects_key in self.state.fields:
+            effects: dict[str, int] = {}
+            for call in calls:
+                result = results.get(call.id)
+                found = self.toolset.get(call.name)
+                if result is not None and result.ok and found is not None:
+                    for tag in found.effect_tags:
+                        effects[tag] = effects.get(tag, 0) + 1
+            if effects:
+                updates[self.effects_key] = effects
+        guard = self._guard()
+        if guard is not None and self.guard_key and self.guard_key in self.state.fields:
+            updates[self.guard_key] = guard.snapshot()
+        self.state.update(updates)
+
+    def _save_guard(self, guard: Any) -> None:
+        if self.guard_key and self.guard_key in self.state.fields:
+            self.state.set(self.guard_key, guard.snapshot())

@@ -1,0 +1,123 @@
+"""RunContext: what a running tree gives its nodes — state, events, services and a task spawner.
+
+The tree runner creates one RunContext per run and binds every node that has a `bind(context)`
+method to it before the first tick. Nodes start their async work through `context.spawn`, which
+runs it in the runner's task group and wakes the runner when it ends.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from jianmu_bt.runtime.events import EventBus
+
+if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
+    from jianmu_bt.runtime.state import StateManager
+
+
+class TaskHandle:
+    """The state of one spawned coroutine: running, finished with a result or error, cancelled."""
+
+    __slots__ = ("cancelled", "done", "error", "result", "scope")
+
+    def __init__(self) -> None:
+        self.scope = anyio.CancelScope()
+        self.done = False
+        self.cancelled = False
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+    def cancel(self) -> None:
+        """Cancel the coroutine (a no-op when it has finished)."""
+        if not self.done:
+            self.cancelled = True
+            self.scope.cancel()
+
+
+class NodeTimeoutError(TimeoutError):
+    """A node's work exceeded the node's own timeout."""
+
+
+class RunContext:
+    """Per-run services shared by the nodes of one tree.
+
+    `state` is the run's StateManager, `events` its EventBus, `services` a free mapping for
+    collaborators (a guard, an LLM provider, a default tool runner) looked up by name.
+    """
+
+    def __init__(
+        self,
+        state: StateManager,
+        events: EventBus | None = None,
+        services: Mapping[str, Any] | None = None,
+        run_id: str | None = None,
+    ) -> None:
+        self.state = state
+        self.events = events or EventBus()
+        self.services: dict[str, Any] = dict(services or {})
+        self.run_id = run_id or f"run_{uuid.uuid4().hex[:12]}"
+        self._task_group: TaskGroup | None = None
+        self._wake: Callable[[], None] = _noop
+        self._handles: set[TaskHandle] = set()
+
+    def attach(self, task_group: TaskGroup | None, wake: Callable[[], None]) -> None:
+        """Called by the runner: where spawned work runs and how to wake the runner."""
+        self._task_group = task_group
+        self._wake = wake if task_group is not None else _noop
+
+    def wake(self) -> None:
+        """Ask the runner for a tick soon (something changed)."""
+        self._wake()
+
+    def spawn(self, work: Callable[[], Awaitable[Any]], timeout: float | None = None) -> TaskHandle:
+        """Run `work()` in the runner's task group; the handle records how it ended.
+
+        Exceptions are captured in the handle, never raised into the task group, so one failing
+        node cannot tear down its siblings. A `timeout` ends the work with NodeTimeoutError.
+        """
+        if self._task_group is None:
+            raise RuntimeError(
+                "this node runs async work and must be ticked by a TreeRunner "
+                "(TreeRunner.run/arun/tick), not by a bare py_trees tick"
+            )
+        handle = TaskHandle()
+        self._handles.add(handle)
+        self._task_group.start_soon(self._run, handle, work, timeout)
+        return handle
+
+    async def _run(
+        self, handle: TaskHandle, work: Callable[[], Awaitable[Any]], timeout: float | None
+    ) -> None:
+        try:
+            with handle.scope:
+                try:
+                    with anyio.move_on_after(timeout) as deadline:
+                        handle.result = await work()
+                    if deadline.cancelled_caught:
+                        handle.error = NodeTimeoutError(f"timed out after {timeout}s")
+                except Exception as exc:
+                    handle.error = exc
+        finally:
+            handle.done = True
+            self._handles.discard(handle)
+            self._wake()
+
+    @property
+    def in_flight(self) -> int:
+        """How many spawned coroutines have not finished yet."""
+        return len(self._handles)
+
+    def cancel_all(self) -> None:
+        """Cancel every spawned coroutine that is still running."""
+        for handle in list(self._handles):
+            handle.cancel()
+
+
+def _noop() -> None:
+    return None

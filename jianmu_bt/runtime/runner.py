@@ -1,0 +1,297 @@
+"""TreeRunner: ticks a py_trees tree when something changes, and sleeps otherwise.
+
+A tick happens when a node's async work finished, state was written, a deadline came (a py_trees
+`Timeout` decorator's finish time, a `idle_interval`), or the previous tick changed a status (so
+decorators such as `Retry` make progress). Ticks are capped per second and in total. The run ends
+at the root's first SUCCESS or FAILURE; halting cancels every in-flight task, and nothing keeps
+running after `run`/`arun` return.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+import py_trees
+from py_trees.common import Status
+
+from jianmu_bt.runtime.context import RunContext
+from jianmu_bt.runtime.events import EventBus
+from jianmu_bt.runtime.state import StateManager
+
+TERMINAL = (Status.SUCCESS, Status.FAILURE)
+
+
+@dataclass
+class RunResult:
+    """How a run ended: final status, the state as a dict, ticks taken, and why it failed."""
+
+    status: Status
+    state: dict[str, Any]
+    ticks: int
+    reason: str = ""
+    run_id: str = ""
+    duration: float = 0.0
+    node_statuses: dict[str, Status] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """True when the root ended in SUCCESS."""
+        return self.status == Status.SUCCESS
+
+
+class TreeRunner:
+    """Runs one tree over one StateManager: `tick()`, `run()` (blocking) and `await arun()`.
+
+    `services` are handed to the nodes through their RunContext (for example `guard`, `llm`).
+    `max_ticks` bounds the total number of ticks of a run, `max_ticks_per_second` the rate;
+    `idle_interval` (seconds, None = never) ticks an idle tree anyway, for plain py_trees behaviours
+    that poll something outside the run.
+    """
+
+    def __init__(
+        self,
+        root: py_trees.behaviour.Behaviour,
+        state: StateManager,
+        *,
+        events: EventBus | None = None,
+        services: Mapping[str, Any] | None = None,
+        max_ticks: int | None = None,
+        max_ticks_per_second: float = 1000.0,
+        idle_interval: float | None = None,
+        run_id: str | None = None,
+    ) -> None:
+        self.root = root
+        self.state = state
+        self.context = RunContext(state, events, services, run_id)
+        self.max_ticks = max_ticks
+        self.min_tick_gap = 1.0 / max_ticks_per_second if max_ticks_per_second else 0.0
+        self.idle_interval = idle_interval
+        self.tick_count = 0
+        self.nodes = list(root.iterate())
+        for node in self.nodes:
+            bind = getattr(node, "bind", None)
+            if callable(bind):
+                bind(self.context)
+        self._statuses = [node.status for node in self.nodes]
+        self._timeouts = [n for n in self.nodes if isinstance(n, py_trees.decorators.Timeout)]
+        self._changed = True
+        self._wake_event: anyio.Event | None = None
+        self._loop_thread: int | None = None
+        self._loop_token: Any = None
+        self._portal_cm: Any = None
+        self._portal: Any = None
+        self._host_done: anyio.Event | None = None
+        self._error = ""
+        state.subscribe(lambda _keys: self.wake())
+        self._restore_guard()
+
+    def _restore_guard(self) -> None:
+        # A run restored from a snapshot carries its guard's counters and approvals in state.
+        guard = self.context.services.get("guard")
+        saved = self.state.read_port("guard") if "guard" in self.state.fields else None
+        if guard is not None and saved:
+            guard.restore(saved)
+
+    @property
+    def events(self) -> EventBus:
+        """The run's event bus: `runner.events.subscribe(callback)`."""
+        return self.context.events
+
+    # -- waking ----------------------------------------------------------------------------
+
+    def wake(self) -> None:
+        """Ask for a tick soon; safe to call from any thread."""
+        event = self._wake_event
+        if event is None or event.is_set():
+            return
+        if threading.get_ident() == self._loop_thread:
+            event.set()
+        elif self._loop_token is not None:
+            with contextlib.suppress(RuntimeError):  # the loop may have finished meanwhile
+                anyio.from_thread.run_sync(event.set, token=self._loop_token)
+
+    # -- ticking ---------------------------------------------------------------------------
+
+    def _tick_once(self) -> Status:
+        self.tick_count += 1
+        try:
+            self.root.tick_once()
+        except Exception as exc:  # a plain behaviour raised in update(): end the run cleanly
+            self._error = f"a node raised {type(exc).__name__}: {exc}"
+            return Status.FAILURE
+        events = self.context.events
+        active = events.active
+        changed = False
+        statuses = self._statuses
+        for index, node in enumerate(self.nodes):
+            status = node.status
+            if status is not statuses[index]:
+                changed = True
+                if active:
+                    events.emit(
+                        "node.status",
+                        node=node.name,
+                        id=str(node.id),
+                        kind=type(node).__name__,
+                        old=statuses[index].value,
+                        new=status.value,
+                    )
+                statuses[index] = status
+        self._changed = changed
+        if active:
+            events.emit("tree.tick", tick=self.tick_count, status=self.root.status.value)
+        return self.root.status
+
+    def _seconds_to_next_deadline(self) -> float | None:
+        deadline = self.idle_interval
+        now = time.monotonic()
+        for node in self._timeouts:
+            if node.status == Status.RUNNING:
+                remaining = max(node.finish_time - now, 0.0) + 1e-3
+                deadline = remaining if deadline is None else min(deadline, remaining)
+        return deadline
+
+    async def _loop(self) -> Status:
+        last_tick = 0.0
+        while True:
+            self._wake_event = anyio.Event()
+            now = time.monotonic()
+            gap = self.min_tick_gap - (now - last_tick)
+            if gap > 0:
+                await anyio.sleep(gap)
+            last_tick = time.monotonic()
+            status = self._tick_once()
+            if status in TERMINAL:
+                return status
+            if self.max_ticks is not None and self.tick_count >= self.max_ticks:
+                self._error = f"stopped after {self.tick_count} ticks (max_ticks={self.max_ticks})"
+                return Status.FAILURE
+            if self._changed:
+                await anyio.lowlevel.checkpoint()  # let newly spawned work start
+                continue
+            with anyio.move_on_after(self._seconds_to_next_deadline()):
+                await self._wake_event.wait()
+
+    # -- running ---------------------------------------------------------------------------
+
+    async def arun(
+        self, inputs: Mapping[str, Any] | None = None, *, timeout: float | None = None
+    ) -> RunResult:
+        """Tick until the root's first SUCCESS or FAILURE (or `timeout` seconds), then halt.
+
+        `inputs` are written to the state first (validated; a bad input raises before any tick).
+        """
+        if inputs:
+            self.state.update(inputs)
+        self._error = ""
+        started = time.monotonic()
+        self._loop_thread = threading.get_ident()
+        self._loop_token = anyio.lowlevel.current_token()
+        status = Status.FAILURE
+        try:
+            async with anyio.create_task_group() as task_group:
+                self.context.attach(task_group, self.wake)
+                try:
+                    with anyio.move_on_after(timeout) as deadline:
+                        status = await self._loop()
+                    if deadline.cancelled_caught:
+                        self._error = f"the run timed out after {timeout}s"
+                        status = Status.FAILURE
+                finally:
+                    final = self.node_statuses()
+                    self.halt()
+                    task_group.cancel_scope.cancel()
+        finally:
+            self.context.attach(None, self.wake)
+            self._wake_event = None
+            self._loop_thread = None
+            self._loop_token = None
+        result = RunResult(
+            status=status,
+            state=self.state.get(),
+            ticks=self.tick_count,
+            reason=self._error or self._failure_reason(final),
+            run_id=self.context.run_id,
+            duration=time.monotonic() - started,
+            node_statuses=final,
+        )
+        self.events.emit(
+            "tree.finished", status=status.value, ticks=result.ticks, reason=result.reason
+        )
+        return result
+
+    def run(
+        self, inputs: Mapping[str, Any] | None = None, *, timeout: float | None = None
+    ) -> RunResult:
+        """Blocking form of `arun` (from code that is not already inside an event loop)."""
+        work = functools.partial(self.arun, inputs, timeout=timeout)
+        if self._portal is not None:
+            return self._portal.call(work)
+        return anyio.run(work)
+
+    def tick(self) -> Status:
+        """One tick, from synchronous code; async work keeps running between calls.
+
+        The first call starts a background event loop for the run's tasks; `close()` stops it.
+        """
+        if self._portal is None:
+            self._portal_cm = anyio.from_thread.start_blocking_portal()
+            self._portal = self._portal_cm.__enter__()
+            self._portal.start_task(self._host)
+        status = self._portal.call(self._tick_once)
+        return status
+
+    async def _host(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        # Holds the task group that step-by-step ticks spawn node work into.
+        self._loop_thread = threading.get_ident()
+        self._loop_token = anyio.lowlevel.current_token()
+        self._host_done = anyio.Event()
+        async with anyio.create_task_group() as task_group:
+            self.context.attach(task_group, self.wake)
+            task_status.started()
+            await self._host_done.wait()
+            self.halt()
+            task_group.cancel_scope.cancel()
+        self.context.attach(None, self.wake)
+
+    def halt(self) -> None:
+        """Stop every running node (terminate(INVALID)) and cancel all in-flight work."""
+        if self.root.status == Status.RUNNING:
+            self.root.stop(Status.INVALID)
+        self.context.cancel_all()
+
+    def close(self) -> None:
+        """Halt and stop the background loop that `tick()` started (no-op otherwise)."""
+        if self._portal is not None:
+            if self._host_done is not None:
+                self._portal.call(self._host_done.set)
+            self._portal_cm.__exit__(None, None, None)
+            self._portal = self._portal_cm = self._host_done = None
+            self._loop_thread = self._loop_token = None
+
+    def __enter__(self) -> TreeRunner:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- inspection ------------------------------------------------------------------------
+
+    def node_statuses(self) -> dict[str, Status]:
+        """The status of every node after the last tick, by node id."""
+        return {str(node.id): node.status for node in self.nodes}
+
+    def _failure_reason(self, statuses: Mapping[str, Status]) -> str:
+        for node in reversed(self.nodes):
+            if statuses.get(str(node.id)) == Status.FAILURE and node.feedback_message:
+                return f"{node.name}: {node.feedback_message}"
+        return ""

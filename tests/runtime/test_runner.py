@@ -1,0 +1,265 @@
+"""TreeRunner and AsyncNode: event-driven ticking, halting, timeouts, events, isolation."""
+
+import threading
+import time
+
+import anyio
+import py_trees
+import pytest
+from py_trees.common import Status
+
+from jianmu_bt.runtime import (
+    AgentState,
+    AsyncNode,
+    StateManager,
+    TraceWriter,
+    TreeRunner,
+    read_trace,
+)
+
+
+class Sleep(AsyncNode):
+    def __init__(self, name, seconds, result=True):
+        super().__init__(name)
+        self.seconds = seconds
+        self.result = result
+        self.cancelled = False
+
+    async def run_async(self):
+        try:
+            await anyio.sleep(self.seconds)
+        except BaseException:
+            self.cancelled = True
+            raise
+        return self.result
+
+
+class Boom(AsyncNode):
+    async def run_async(self):
+        raise ValueError("exploded")
+
+
+class Writer(AsyncNode):
+    def __init__(self, name, key, value):
+        super().__init__(name)
+        self.key, self.value = key, value
+
+    async def run_async(self):
+        self.state.write_port(self.key, self.value)
+
+
+class Counter(AgentState):
+    count: int = 0
+    text: str = ""
+
+
+def run(root, state=None, **kwargs):
+    state = state or StateManager(Counter)
+    return TreeRunner(root, state, **kwargs).run()
+
+
+def test_async_node_success_and_failure():
+    assert run(Sleep("ok", 0.01)).status == Status.SUCCESS
+    result = run(Sleep("no", 0.01, result=False))
+    assert result.status == Status.FAILURE
+
+
+def test_exception_becomes_failure_with_reason():
+    result = run(py_trees.composites.Sequence("seq", memory=True, children=[Boom("boom")]))
+    assert result.status == Status.FAILURE
+    assert result.reason == "boom: ValueError: exploded"
+
+
+def test_node_timeout_is_failure():
+    node = Sleep("slow", 10)
+    node.timeout = 0.05
+    result = run(node)
+    assert result.status == Status.FAILURE and "timed out after 0.05s" in result.reason
+
+
+def test_runner_sleeps_while_waiting_instead_of_spinning():
+    result = run(Sleep("wait", 0.5))
+    assert result.status == Status.SUCCESS
+    assert result.ticks <= 4  # start, (progress re-check), finish — not one tick per loop turn
+
+
+def test_sequence_and_selector_with_memory_run_children_in_order():
+    order = []
+
+    class Note(AsyncNode):
+        async def run_async(self):
+            order.append(self.name)
+            await anyio.sleep(0.01)
+            return self.name != "fails"
+
+    root = py_trees.composites.Sequence(
+        "main",
+        memory=True,
+        children=[
+            Note("a"),
+            py_trees.composites.Selector(
+                "pick", memory=True, children=[Note("fails"), Note("b"), Note("never")]
+            ),
+            Note("c"),
+        ],
+    )
+    assert run(root).status == Status.SUCCESS
+    assert order == ["a", "fails", "b", "c"]
+
+
+def test_parallel_children_overlap():
+    root = py_trees.composites.Parallel(
+        "both",
+        policy=py_trees.common.ParallelPolicy.SuccessOnAll(),
+        children=[Sleep(f"s{i}", 0.3) for i in range(5)],
+    )
+    started = time.monotonic()
+    assert run(root).status == Status.SUCCESS
+    assert time.monotonic() - started < 5 * 0.3  # ran together, not one after another
+
+
+def test_parallel_success_on_one_cancels_the_others():
+    slow = Sleep("slow", 30)
+    root = py_trees.composites.Parallel(
+        "race",
+        policy=py_trees.common.ParallelPolicy.SuccessOnOne(),
+        children=[Sleep("fast", 0.01), slow],
+    )
+    assert run(root).status == Status.SUCCESS
+    assert slow.cancelled
+
+
+def test_timeout_decorator_fires_without_other_events():
+    root = py_trees.decorators.Timeout("limit", Sleep("forever", 60), duration=0.1)
+    result = run(root)
+    assert result.status == Status.FAILURE
+
+
+def test_retry_decorator_makes_progress():
+    attempts = []
+
+    class Flaky(AsyncNode):
+        async def run_async(self):
+            attempts.append(1)
+            return len(attempts) >= 3
+
+    root = py_trees.decorators.Retry("retry", Flaky("flaky"), num_failures=5)
+    assert run(root).status == Status.SUCCESS
+    assert len(attempts) == 3
+
+
+def test_plain_behaviour_raising_ends_the_run_cleanly():
+    class Broken(py_trees.behaviour.Behaviour):
+        def update(self):
+            raise RuntimeError("bad update")
+
+    result = run(Broken("broken"))
+    assert result.status == Status.FAILURE
+    assert "RuntimeError: bad update" in result.reason
+
+
+def test_max_ticks_stops_a_run():
+    root = py_trees.behaviours.Running("spin")
+    result = TreeRunner(root, StateManager(Counter), max_ticks=3, idle_interval=0.001).run()
+    assert result.status == Status.FAILURE and "max_ticks=3" in result.reason
+    assert result.ticks == 3
+
+
+def test_run_timeout_halts_and_cancels():
+    node = Sleep("stuck", 60)
+    result = TreeRunner(node, StateManager(Counter)).run(timeout=0.1)
+    assert result.status == Status.FAILURE and "timed out after 0.1s" in result.reason
+    assert node.cancelled
+    assert node.status == Status.INVALID
+
+
+def test_state_write_from_a_node_is_visible_and_inputs_are_applied():
+    root = py_trees.composites.Sequence("seq", memory=True, children=[Writer("w", "text", "hi")])
+    result = TreeRunner(root, StateManager(Counter)).run(inputs={"count": 5})
+    assert result.state["text"] == "hi" and result.state["count"] == 5
+
+
+def test_bad_input_is_refused_before_any_tick():
+    runner = TreeRunner(Sleep("x", 0), StateManager(Counter))
+    with pytest.raises(ValueError, match="count"):
+        runner.run(inputs={"count": "not a number"})
+    assert runner.tick_count == 0
+
+
+def test_events_report_node_status_changes_and_trace_file(tmp_path):
+    path = tmp_path / "trace.jsonl"
+    root = py_trees.composites.Sequence("seq", memory=True, children=[Sleep("a", 0.01)])
+    runner = TreeRunner(root, StateManager(Counter))
+    with TraceWriter(path) as trace:
+        runner.events.subscribe(trace)
+        runner.run()
+    events = read_trace(path)
+    changes = [(e["node"], e["old"], e["new"]) for e in events if e["type"] == "node.status"]
+    assert ("a", "INVALID", "RUNNING") in changes
+    assert ("a", "RUNNING", "SUCCESS") in changes
+    assert events[-1]["type"] == "tree.finished" and events[-1]["status"] == "SUCCESS"
+
+
+def test_failing_event_subscriber_does_not_break_the_run():
+    runner = TreeRunner(Sleep("a", 0.01), StateManager(Counter))
+    runner.events.subscribe(lambda event: 1 / 0)
+    assert runner.run().status == Status.SUCCESS
+
+
+def test_halt_leaves_no_task_or_thread_behind():
+    before = threading.active_count()
+    nodes = [Sleep(f"n{i}", 60) for i in range(20)]
+    root = py_trees.composites.Parallel(
+        "all", policy=py_trees.common.ParallelPolicy.SuccessOnAll(), children=nodes
+    )
+    runner = TreeRunner(root, StateManager(Counter))
+    runner.run(timeout=0.1)
+    assert all(n.cancelled for n in nodes)
+    assert runner.context.in_flight == 0
+    assert threading.active_count() == before
+
+
+@pytest.mark.anyio
+async def test_arun_inside_an_event_loop_and_cancellation_from_outside():
+    node = Sleep("long", 60)
+    runner = TreeRunner(node, StateManager(Counter))
+    with anyio.move_on_after(0.1):
+        await runner.arun()
+    assert node.cancelled and runner.context.in_flight == 0
+
+
+def test_step_by_step_ticks_keep_work_running_between_calls():
+    root = py_trees.composites.Sequence(
+        "seq", memory=True, children=[Sleep("a", 0.05), Sleep("b", 0.05)]
+    )
+    with TreeRunner(root, StateManager(Counter)) as runner:
+        statuses = [runner.tick()]
+        deadline = time.monotonic() + 5
+        while statuses[-1] == Status.RUNNING and time.monotonic() < deadline:
+            time.sleep(0.02)
+            statuses.append(runner.tick())
+    assert statuses[0] == Status.RUNNING and statuses[-1] == Status.SUCCESS
+
+
+def test_close_during_step_by_step_cancels_work():
+    node = Sleep("long", 60)
+    runner = TreeRunner(node, StateManager(Counter))
+    assert runner.tick() == Status.RUNNING
+    time.sleep(0.05)
+    runner.close()
+    assert node.cancelled
+
+
+def test_two_runs_in_one_process_are_isolated():
+    first, second = StateManager(Counter), StateManager(Counter)
+    TreeRunner(Writer("w", "text", "first"), first).run()
+    TreeRunner(Writer("w", "text", "second"), second).run()
+    assert first.get("text") == "first" and second.get("text") == "second"
+    assert first.namespace != second.namespace
+
+
+def test_unbound_async_node_fails_clearly_under_a_bare_py_trees_tick():
+    node = Sleep("bare", 0)
+    node.tick_once()
+    assert node.status == Status.FAILURE
+    assert "TreeRunner" in node.feedback_message
