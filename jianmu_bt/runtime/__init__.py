@@ -3,10 +3,15 @@
 from jianmu_bt.runtime.async_node import AsyncNode, ContextNode
 from jianmu_bt.runtime.context import NodeTimeoutError, RunContext, TaskHandle
 from jianmu_bt.runtime.events import Event, EventBus, TraceWriter, read_trace
-from jianmu_bt.runtime.reducers import Reducer
+from jianmu_bt.runtime.reducers import Reducer, ReducerSpec
 from jianmu_bt.runtime.runner import RunResult, TreeRunner
 from jianmu_bt.runtime.state import AgentState, StateManager
-from jianmu_bt.runtime.state_schema import StateValidationError, UnknownStateKeyError
+from jianmu_bt.runtime.state_schema import (
+    StateClosedError,
+    StateToolCall,
+    StateValidationError,
+    UnknownStateKeyError,
+)
 from jianmu_bt.runtime.templates import TemplateError, references, render
 
 __all__ = [
@@ -17,9 +22,12 @@ __all__ = [
     "EventBus",
     "NodeTimeoutError",
     "Reducer",
+    "ReducerSpec",
     "RunContext",
     "RunResult",
+    "StateClosedError",
     "StateManager",
+    "StateToolCall",
     "StateValidationError",
     "TaskHandle",
     "TemplateError",
