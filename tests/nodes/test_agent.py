@@ -137,3 +137,13 @@ async def test_provider_from_services_and_agent_inside_a_larger_tree():
     result = await TreeRunner(root, StateManager(Task), services={"llm": provider}).arun()
     assert result.ok
     assert (result.state["answer"], result.state["final_answer"]) == ("first", "second")
+
+
+def test_agents_doc_example_runs(capsys):
+    import re
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "agents.md"
+    code = re.findall(r"```python\n(.*?)```", doc.read_text(), re.S)[0]
+    exec(compile(code, str(doc), "exec"), {"__name__": "doc_example"})
+    assert capsys.readouterr().out.strip() == "Status.SUCCESS 17 * 23 = 391"
