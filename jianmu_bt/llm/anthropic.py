@@ -1,0 +1,197 @@
+"""Anthropic Messages API over httpx: `tool_use` blocks in, `tool_result` blocks out.
+
+Settings come from the arguments, else `ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY` (sent only to
+Anthropic's own host unless given explicitly) and `ANTHROPIC_MODEL`. Requests carry `x-api-key`
+and `anthropic-version`; the conversation is converted by `jianmu_bt.llm.anthropic_wire`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import aclosing
+from typing import Any
+
+import httpx
+from pydantic import SecretStr
+
+from jianmu_bt.llm.anthropic_wire import (
+    ANTHROPIC_VERSION,
+    DEFAULT_MAX_TOKENS,
+    FINISH_REASONS,
+    anthropic_body,
+    tool_input_text,
+)
+from jianmu_bt.llm.base import LLMOptions, LLMResponse, StreamCompleted, StreamEvent, Usage
+from jianmu_bt.llm.errors import LLMRateLimitError, LLMServerError
+from jianmu_bt.llm.http_provider import HTTPProvider, VendorSettings, resolve_settings
+from jianmu_bt.llm.request import PreparedRequest
+from jianmu_bt.llm.retry import RetryPolicy
+from jianmu_bt.llm.streaming import StreamAssembler
+from jianmu_bt.tools import ToolCall
+
+ANTHROPIC = VendorSettings(
+    name="anthropic",
+    default_base_url="https://api.anthropic.com",
+    base_url_envs=("ANTHROPIC_BASE_URL",),
+    vendor_base_url_env="ANTHROPIC_BASE_URL",
+    vendor_key_env="ANTHROPIC_API_KEY",
+    generic_key_env=None,
+    model_envs=("ANTHROPIC_MODEL",),
+)
+
+
+def _usage(data: Any, previous: Usage | None = None) -> Usage | None:
+    if not isinstance(data, Mapping):
+        return previous
+    # Prompt-cache reads and writes are input too; Anthropic reports them apart.
+    input_tokens = sum(
+        int(data.get(key) or 0)
+        for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    )
+    if not input_tokens and previous is not None:
+        input_tokens = previous.input_tokens
+    output_tokens = int(data.get("output_tokens") or 0)
+    return Usage(input_tokens=input_tokens, output_tokens=output_tokens)
+
+
+def _finish(reason: Any) -> str | None:
+    return FINISH_REASONS.get(reason, reason) if reason else None
+
+
+class AnthropicProvider(HTTPProvider):
+    """Claude models through the Messages API (`POST {base_url}/v1/messages`).
+
+    `max_tokens` is required by this API: `default_max_tokens` is sent when the options name
+    none. `anthropic_version` is the API version header; `headers` are added to every request
+    (for example an `anthropic-beta` flag).
+    """
+
+    vendor = ANTHROPIC
+
+    def __init__(
+        self,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key: str | SecretStr | None = None,
+        *,
+        api_key_env: str | None = None,
+        options: LLMOptions | None = None,
+        timeout: float = 120.0,
+        retry: RetryPolicy | None = None,
+        headers: Mapping[str, str] | None = None,
+        anthropic_version: str = ANTHROPIC_VERSION,
+        default_max_tokens: int = DEFAULT_MAX_TOKENS,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        settings = resolve_settings(
+            ANTHROPIC, base_url=base_url, api_key=api_key, api_key_env=api_key_env, model=model
+        )
+        hint = ""
+        if settings.base_url.endswith("/v1"):
+            hint = f" (the base URL {settings.base_url!r} ends in '/v1'; '/v1/messages' is added)"
+        super().__init__(
+            settings,
+            path="/v1/messages",
+            headers={"anthropic-version": anthropic_version, **(headers or {})},
+            auth_header="x-api-key",
+            auth_prefix="",
+            not_found_hint=hint,
+            options=options,
+            timeout=timeout,
+            retry=retry,
+            http_client=http_client,
+        )
+        self.default_max_tokens = default_max_tokens
+
+    def _body(self, request: PreparedRequest, *, stream: bool) -> dict[str, Any]:
+        return anthropic_body(request, stream=stream, default_max_tokens=self.default_max_tokens)
+
+    def _parse(self, data: dict[str, Any], request: PreparedRequest) -> LLMResponse:
+        malformed = self._endpoint.malformed
+        content = data.get("content")
+        if not isinstance(content, list):
+            raise malformed(request.model, "missing 'content' (a list of blocks)", str(data))
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        for i, block in enumerate(content):
+            kind = block.get("type") if isinstance(block, Mapping) else None
+            if kind == "text":
+                texts.append(str(block.get("text") or ""))
+            elif kind == "tool_use":
+                if not block.get("id") or not block.get("name"):
+                    problem = f"'content[{i}]' (tool_use) needs 'id' and 'name'"
+                    raise malformed(request.model, problem, str(block))
+                calls.append(ToolCall.from_dict(block))
+        return LLMResponse.build(
+            "".join(texts),
+            calls,
+            usage=_usage(data.get("usage")),
+            finish_reason=_finish(data.get("stop_reason")),
+            model=data.get("model") or request.model,
+        )
+
+    async def _events(self, request: PreparedRequest) -> AsyncIterator[StreamEvent]:
+        endpoint = self._endpoint
+        assembler = StreamAssembler()
+        stopped = False
+        body = self._body(request, stream=True)
+        stream = endpoint.stream_events(body, model=request.model, timeout=self._timeout(request))
+        async with aclosing(stream) as events:
+            async for event in events:
+                payload = endpoint.decode_event(event, request.model)
+                if not isinstance(payload, Mapping):
+                    raise endpoint.malformed(request.model, "an event is not an object", event.data)
+                kind = payload.get("type") or event.event
+                if kind == "message_start":
+                    message = payload.get("message") or {}
+                    assembler.set_model(message.get("model"))
+                    if usage := _usage(message.get("usage")):
+                        assembler.set_usage(usage)
+                elif kind == "content_block_start":
+                    block = payload.get("content_block") or {}
+                    if block.get("type") == "tool_use":
+                        yield assembler.add_tool_fragment(
+                            payload.get("index"),
+                            id=block.get("id"),
+                            name=block.get("name"),
+                            arguments=tool_input_text(block),
+                        )
+                    elif block.get("type") == "text" and (
+                        text := assembler.add_text(block.get("text") or "")
+                    ):
+                        yield text
+                elif kind == "content_block_delta":
+                    delta = payload.get("delta") or {}
+                    if delta.get("type") == "text_delta":
+                        if text := assembler.add_text(delta.get("text") or ""):
+                            yield text
+                    elif delta.get("type") == "input_json_delta":
+                        yield assembler.add_tool_fragment(
+                            payload.get("index"), arguments=delta.get("partial_json") or ""
+                        )
+                elif kind == "message_delta":
+                    delta = payload.get("delta") or {}
+                    assembler.set_finish_reason(_finish(delta.get("stop_reason")))
+                    if usage := _usage(payload.get("usage"), assembler.usage):
+                        assembler.set_usage(usage)
+                elif kind == "message_stop":
+                    stopped = True
+                    break
+                elif kind == "error":
+                    raise self._stream_error(payload.get("error"), request.model)
+        if not stopped:
+            raise endpoint.malformed(request.model, "the stream ended before 'message_stop'")
+        yield StreamCompleted(assembler.build(request.model))
+
+    def _stream_error(self, error: Any, model: str) -> LLMServerError:
+        error = error if isinstance(error, Mapping) else {"message": str(error)}
+        kind = error.get("type") or "error"
+        cls = LLMRateLimitError if kind == "rate_limit_error" else LLMServerError
+        said = self._endpoint.redact(str(error.get("message") or ""))
+        return cls(
+            f"anthropic: the server reported {kind} inside the stream from POST {self.url} "
+            f"for model {model!r}: {said}",
+            provider="anthropic",
+            url=self.url,
+            model=model,
+        )

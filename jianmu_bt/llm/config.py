@@ -1,0 +1,110 @@
+"""Building a provider from a YAML-ish config, as a tree file's `llm:` section gives it.
+
+```yaml
+llm: {provider: openai, model: qwen2.5:7b, base_url: "http://localhost:11434/v1"}
+llm: {provider: anthropic, model: claude-sonnet-4-5, api_key_env: ANTHROPIC_API_KEY}
+llm: {provider: scripted, replies: ["The answer is 391."]}
+```
+
+Keys: `provider` (openai | openai_compatible | anthropic | scripted), `model`, `base_url`,
+`api_key_env` (the name of the variable holding the key; a key itself does not belong in a tree
+file), `timeout`, `temperature`, `max_tokens`, `tool_choice`, `parallel_tool_calls`, `extra`,
+`headers`, `retry` (RetryPolicy fields) and, for scripted, `replies`. Unknown keys are errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from jianmu_bt.llm.anthropic import AnthropicProvider
+from jianmu_bt.llm.base import LLMOptions, LLMProvider
+from jianmu_bt.llm.errors import LLMConfigurationError
+from jianmu_bt.llm.openai_compat import OpenAICompatibleProvider
+from jianmu_bt.llm.retry import RetryPolicy
+from jianmu_bt.llm.scripted import ScriptedProvider
+
+PROVIDER_NAMES = ("openai", "openai_compatible", "anthropic", "scripted")
+
+
+class LLMConfig(BaseModel):
+    """The validated form of an `llm:` config (see the module docstring for the keys)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    provider: Literal["openai", "openai_compatible", "anthropic", "scripted"]
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    timeout: float | None = Field(default=None, gt=0)
+    temperature: float | None = Field(default=None, ge=0)
+    max_tokens: int | None = Field(default=None, gt=0)
+    tool_choice: str | None = None
+    parallel_tool_calls: bool | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+    headers: dict[str, str] = Field(default_factory=dict)
+    retry: RetryPolicy | None = None
+    replies: list[str | dict[str, Any]] | None = None
+
+    def options(self) -> LLMOptions:
+        """The per-call defaults this config names."""
+        return LLMOptions(
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            tool_choice=self.tool_choice,
+            parallel_tool_calls=self.parallel_tool_calls,
+            extra=self.extra,
+        )
+
+
+def _describe(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item["loc"]) or "llm"
+        parts.append(f"llm.{where}: {item['msg']}")
+    return "; ".join(parts)
+
+
+def provider_from_config(config: Mapping[str, Any] | LLMConfig) -> LLMProvider:
+    """A provider built from `config`; LLMConfigurationError naming the bad key otherwise."""
+    if not isinstance(config, LLMConfig):
+        if not isinstance(config, Mapping):
+            raise LLMConfigurationError(
+                f"llm config must be a mapping, got {type(config).__name__}"
+            )
+        try:
+            config = LLMConfig.model_validate(dict(config))
+        except ValidationError as exc:
+            raise LLMConfigurationError(f"invalid llm config: {_describe(exc)}") from None
+    if config.provider == "scripted":
+        if config.replies is None:
+            raise LLMConfigurationError("llm.replies: a scripted provider needs a list of replies")
+        unused = [
+            key for key in ("base_url", "api_key_env", "retry") if getattr(config, key) is not None
+        ]
+        if unused:
+            raise LLMConfigurationError(
+                f"llm: {', '.join(unused)} mean nothing to a scripted provider"
+            )
+        return ScriptedProvider(
+            config.replies, model=config.model or "scripted", options=config.options()
+        )
+    if config.replies is not None:
+        raise LLMConfigurationError(
+            f"llm.replies: only a scripted provider takes replies, not {config.provider!r}"
+        )
+    cls = AnthropicProvider if config.provider == "anthropic" else OpenAICompatibleProvider
+    kwargs: dict[str, Any] = {}
+    if config.timeout is not None:
+        kwargs["timeout"] = config.timeout
+    return cls(
+        model=config.model,
+        base_url=config.base_url,
+        api_key_env=config.api_key_env,
+        options=config.options(),
+        retry=config.retry,
+        headers=config.headers,
+        **kwargs,
+    )

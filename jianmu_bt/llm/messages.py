@@ -1,0 +1,199 @@
+"""Conversation messages: plain JSON dicts in the OpenAI Chat shape, and their checks.
+
+The four roles::
+
+    {"role": "system",    "content": str}
+    {"role": "user",      "content": str}
+    {"role": "assistant", "content": str | None, "tool_calls": [ToolCall.to_openai(), ...]}
+    {"role": "tool",      "content": str, "tool_call_id": str, "name": str}
+
+They live in a tree's state as they are (JSON-ready), and every provider converts them to its
+vendor's wire format. `normalize_messages` checks a conversation the way the vendors' APIs do
+(every tool message answers an earlier tool call by id, every tool call is answered) and reports
+the first problem by its position, before any request is sent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from jianmu_bt.llm.errors import InvalidRequestError
+from jianmu_bt.tools import ToolCall, ToolResult
+
+ROLES = ("system", "user", "assistant", "tool")
+
+_ALLOWED_KEYS = {
+    "system": {"role", "content", "name"},
+    "user": {"role", "content", "name"},
+    "assistant": {"role", "content", "tool_calls", "name"},
+    "tool": {"role", "content", "tool_call_id", "name"},
+}
+
+
+def system_message(content: str) -> dict[str, Any]:
+    """A system message (instructions for the model)."""
+    return {"role": "system", "content": content}
+
+
+def user_message(content: str) -> dict[str, Any]:
+    """A user message."""
+    return {"role": "user", "content": content}
+
+
+def assistant_message(
+    content: str | None = None, tool_calls: Iterable[ToolCall | Mapping[str, Any]] = ()
+) -> dict[str, Any]:
+    """An assistant message; tool calls without an id get one so results can answer them."""
+    calls = [call.with_id() for call in ToolCall.from_list(list(tool_calls))]
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        message["tool_calls"] = [call.to_openai() for call in calls]
+    return message
+
+
+def tool_message(tool_call_id: str, content: Any, name: str | None = None) -> dict[str, Any]:
+    """A tool message answering the tool call `tool_call_id`.
+
+    `content` may be a ToolResult (its `content`, "Error: ..." for failures), a string, or any
+    JSON-ready value (serialised).
+    """
+    message: dict[str, Any] = {
+        "role": "tool",
+        "tool_call_id": tool_call_id,
+        "content": _content_text(content),
+    }
+    if name is None and isinstance(content, ToolResult):
+        name = content.tool
+    if name:
+        message["name"] = name
+    return message
+
+
+def tool_result_message(call: ToolCall, result: ToolResult) -> dict[str, Any]:
+    """The tool message answering `call` with `result`."""
+    if not call.id:
+        raise InvalidRequestError(f"tool call {call.name!r} has no id to answer")
+    return tool_message(call.id, result, name=call.name)
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, ToolResult):
+        return content.content
+    if isinstance(content, str):
+        return content
+    try:
+        return json.dumps(content, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(content)
+
+
+def _check_content(where: str, content: Any, *, optional: bool) -> Any:
+    if content is None:
+        if optional:
+            return None
+        raise InvalidRequestError(f"{where}: 'content' is missing")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(p, Mapping) and "type" in p for p in content):
+        return [dict(part) for part in content]
+    raise InvalidRequestError(
+        f"{where}: 'content' must be a string or a list of content parts, "
+        f"got {type(content).__name__}"
+    )
+
+
+def _normalize_tool_calls(where: str, raw: Any) -> list[dict[str, Any]]:
+    if raw is None:
+        return []
+    if not isinstance(raw, Sequence) or isinstance(raw, (str, bytes)):
+        raise InvalidRequestError(f"{where}.tool_calls must be a list, got {type(raw).__name__}")
+    calls = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, (Mapping, ToolCall)):
+            raise InvalidRequestError(
+                f"{where}.tool_calls[{i}] must be a dict, got {type(item).__name__}"
+            )
+        call = ToolCall.from_dict(item)
+        if not call.name:
+            raise InvalidRequestError(f"{where}.tool_calls[{i}] has no function name")
+        if not call.id:
+            raise InvalidRequestError(
+                f"{where}.tool_calls[{i}] ({call.name}) has no id; tool messages answer calls by id"
+            )
+        calls.append(call.to_openai())
+    return calls
+
+
+def normalize_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Checked copies of `messages` in the canonical shape above.
+
+    Raises InvalidRequestError naming the first bad message (`messages[3] (tool): ...`): an
+    unknown role or key, missing content, a tool call without id, a tool message whose
+    `tool_call_id` answers no earlier call, or a tool call left unanswered by the next turn.
+    """
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        raise InvalidRequestError(
+            f"messages must be a list of dicts, got {type(messages).__name__}"
+        )
+    if not messages:
+        raise InvalidRequestError("messages is empty: a request needs at least one message")
+    result: list[dict[str, Any]] = []
+    pending: dict[str, tuple[int, str]] = {}  # unanswered call id -> (message index, tool name)
+    answered: set[str] = set()
+    for index, raw in enumerate(messages):
+        if not isinstance(raw, Mapping):
+            raise InvalidRequestError(f"messages[{index}] must be a dict, got {type(raw).__name__}")
+        role = raw.get("role")
+        if role not in ROLES:
+            raise InvalidRequestError(
+                f"messages[{index}]: unknown role {role!r} (expected one of {', '.join(ROLES)})"
+            )
+        where = f"messages[{index}] ({role})"
+        unknown = sorted(set(raw) - _ALLOWED_KEYS[role])
+        if unknown:
+            raise InvalidRequestError(
+                f"{where}: unknown key(s) {', '.join(map(repr, unknown))} "
+                f"(allowed: {', '.join(sorted(_ALLOWED_KEYS[role]))})"
+            )
+        if role != "tool" and pending:
+            _raise_unanswered(pending, index)
+        message: dict[str, Any] = {"role": role}
+        if role == "assistant":
+            calls = _normalize_tool_calls(where, raw.get("tool_calls"))
+            message["content"] = _check_content(where, raw.get("content"), optional=True)
+            if calls:
+                message["tool_calls"] = calls
+                for call in calls:
+                    pending[call["id"]] = (index, call["function"]["name"])
+        elif role == "tool":
+            call_id = raw.get("tool_call_id")
+            if not isinstance(call_id, str) or not call_id:
+                raise InvalidRequestError(f"{where}: 'tool_call_id' is missing")
+            if call_id not in pending:
+                state = "was already answered" if call_id in answered else "answers no tool call"
+                raise InvalidRequestError(
+                    f"{where}: tool_call_id {call_id!r} {state} of the assistant message before it"
+                )
+            pending.pop(call_id)
+            answered.add(call_id)
+            message["tool_call_id"] = call_id
+            message["content"] = _content_text(raw.get("content", ""))
+        else:
+            message["content"] = _check_content(where, raw.get("content"), optional=False)
+        if raw.get("name"):
+            message["name"] = str(raw["name"])
+        result.append(message)
+    if pending:
+        _raise_unanswered(pending, None)
+    return result
+
+
+def _raise_unanswered(pending: Mapping[str, tuple[int, str]], before: int | None) -> None:
+    call_id, (index, name) = next(iter(pending.items()))
+    where = f"before messages[{before}]" if before is not None else "(the conversation ends)"
+    raise InvalidRequestError(
+        f"messages[{index}] (assistant): tool call {call_id!r} ({name}) has no tool message "
+        f"answering it {where}"
+    )
