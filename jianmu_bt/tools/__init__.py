@@ -13,7 +13,12 @@ from jianmu_bt.tools.base import (
 from jianmu_bt.tools.calls import ToolCall, ToolResult, new_call_id
 from jianmu_bt.tools.function_tool import FunctionTool, tool
 from jianmu_bt.tools.providers import BaseToolProvider, ToolProvider
-from jianmu_bt.tools.registry import BuiltinToolProvider, ToolUnavailableError, UnknownToolError
+from jianmu_bt.tools.registry import (
+    BuiltinToolProvider,
+    ToolConfigurationError,
+    ToolUnavailableError,
+    UnknownToolError,
+)
 from jianmu_bt.tools.signature import ArgumentError, Injected
 from jianmu_bt.tools.toolset import ToolSet
 
@@ -26,6 +31,7 @@ __all__ = [
     "Injected",
     "Tool",
     "ToolCall",
+    "ToolConfigurationError",
     "ToolProvider",
     "ToolResult",
     "ToolSet",

@@ -71,6 +71,10 @@ class ToolUnavailableError(RuntimeError):
     """A registered tool that cannot be built here (missing optional dependency, not built yet)."""
 
 
+class ToolConfigurationError(ValueError):
+    """A built-in tool refused its options (for example a workspace folder that does not exist)."""
+
+
 class BuiltinToolProvider(BaseToolProvider):
     """The registry of built-in tools, also usable as a ToolProvider of the named tools.
 
@@ -162,8 +166,8 @@ class BuiltinToolProvider(BaseToolProvider):
     def build(cls, name: str, options: Mapping[str, Any] | None = None) -> Tool:
         """One built-in instance; options go to its constructor where it accepts them.
 
-        Raises UnknownToolError for an unregistered name and ToolUnavailableError when the tool
-        cannot be built here.
+        Raises UnknownToolError for an unregistered name, ToolUnavailableError when the tool
+        cannot be built here, and ToolConfigurationError when it refuses its options.
         """
         key = cls.canonical_name(name)
         if key not in cls._builtins:
@@ -173,7 +177,9 @@ class BuiltinToolProvider(BaseToolProvider):
         try:
             instance = factory(**kwargs)
         except Exception as exc:
-            raise ToolUnavailableError(f"built-in tool '{key}' failed to start: {exc}") from exc
+            raise ToolConfigurationError(
+                f"built-in tool '{key}' refused its options: {exc}"
+            ) from exc
         if not isinstance(instance, Tool):
             raise ToolUnavailableError(f"built-in '{key}' did not produce a Tool: {instance!r}")
         return instance
@@ -188,7 +194,8 @@ class BuiltinToolProvider(BaseToolProvider):
         """Instances for `names` (aliases applied), custom tools beating built-ins by name.
 
         Every custom tool is included. An unknown name raises UnknownToolError listing all of
-        them; a built-in that cannot be built here is skipped with a logged warning.
+        them; a built-in that cannot be built here is skipped with a logged warning; options a
+        built-in refuses raise ToolConfigurationError.
         """
         custom = {t.name.lower(): t for t in custom_tools or ()}
         tools: dict[str, Tool] = {}

@@ -8,6 +8,7 @@ from jianmu_bt.tools import (
     BaseToolProvider,
     BuiltinToolProvider,
     Tool,
+    ToolConfigurationError,
     ToolProvider,
     ToolSet,
     UnknownToolError,
@@ -86,15 +87,15 @@ def test_unavailable_builtin_is_skipped_with_a_logged_reason(registry_snapshot, 
     assert "broken" in caplog.text and "not available" in caplog.text
 
 
-def test_failing_constructor_is_skipped_not_fatal(registry_snapshot, caplog):
-    def explode():
-        raise RuntimeError("no config")
+def test_options_a_builtin_refuses_are_a_clear_error(registry_snapshot):
+    def needs_folder(workspace: str = "."):
+        raise ValueError(f"workspace {workspace} does not exist")
 
-    BuiltinToolProvider.register_tool("exploding", explode)
-    BuiltinToolProvider.register_tool("greeter", Greeter)
-    with caplog.at_level(logging.WARNING):
-        assert ToolSet.resolve(["exploding", "greeter"]).names() == ["greeter"]
-    assert "failed to start: no config" in caplog.text
+    BuiltinToolProvider.register_tool("picky", needs_folder)
+    with pytest.raises(
+        ToolConfigurationError, match="'picky' refused its options: workspace /nope"
+    ):
+        ToolSet.resolve(["picky"], workspace="/nope")
 
 
 def test_unknown_name_is_an_error_with_suggestions():

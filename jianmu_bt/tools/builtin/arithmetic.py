@@ -1,0 +1,408 @@
+"""Safe arithmetic: an allow-listed walk of a Python AST, with limits; no eval or exec.
+
+The expression is parsed with `ast.parse(mode="eval")` and walked node by node. Only numbers,
+`+ - * / // % **`, unary `+ - not`, comparisons, `and`/`or`, parentheses, a fixed table of math
+functions and a few constants are accepted; anything else (names, attributes, subscripts, calls
+of anything but a listed function, lambdas, comprehensions, strings) is refused with the reason.
+
+Limits keep every evaluation quick: the input length, the number of nodes and the nesting depth
+are bounded, and the operations that can make huge integers (`*`, `**`, factorial, comb, perm,
+round) have their result size estimated before they run, so `9**9**9` or `factorial(10**6)` is
+refused at once instead of holding the interpreter (CPython's big-integer arithmetic holds the
+GIL, so a worker thread would not help). The final result is size-checked too.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from jianmu_bt.tools.builtin.model_tool import ToolFault
+
+Number = int | float  # bool is an int
+
+#: Longest expression accepted, in characters.
+MAX_EXPRESSION_CHARS = 1000
+
+
+class CalculatorError(ToolFault):
+    """An expression the calculator refuses or cannot evaluate; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class CalculatorLimits:
+    """Bounds on one evaluation. The defaults allow integers of about 4,000 digits."""
+
+    max_chars: int = MAX_EXPRESSION_CHARS
+    max_nodes: int = 1000
+    max_depth: int = 200
+    max_int_bits: int = 13_300
+    max_round_digits: int = 1000
+
+
+#: Names an expression may use, and their values.
+CONSTANTS: dict[str, float] = {
+    "pi": math.pi,
+    "e": math.e,
+    "tau": math.tau,
+    "inf": math.inf,
+    "nan": math.nan,
+}
+
+#: Functions whose result size cannot grow past their arguments' (or is a float).
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "abs": abs,
+    "min": min,
+    "max": max,
+    "int": int,
+    "float": float,
+    "sqrt": math.sqrt,
+    "isqrt": math.isqrt,
+    "cbrt": math.cbrt,
+    "exp": math.exp,
+    "log": math.log,
+    "log2": math.log2,
+    "log10": math.log10,
+    "log1p": math.log1p,
+    "sin": math.sin,
+    "cos": math.cos,
+    "tan": math.tan,
+    "asin": math.asin,
+    "acos": math.acos,
+    "atan": math.atan,
+    "atan2": math.atan2,
+    "sinh": math.sinh,
+    "cosh": math.cosh,
+    "tanh": math.tanh,
+    "asinh": math.asinh,
+    "acosh": math.acosh,
+    "atanh": math.atanh,
+    "degrees": math.degrees,
+    "radians": math.radians,
+    "hypot": math.hypot,
+    "floor": math.floor,
+    "ceil": math.ceil,
+    "trunc": math.trunc,
+    "fabs": math.fabs,
+    "fmod": math.fmod,
+    "gcd": math.gcd,
+    "lcm": math.lcm,
+}
+# Functions that can build huge integers: their result size is estimated before they run.
+_SIZED_FUNCTIONS = ("factorial", "comb", "perm", "pow", "round")
+FUNCTION_NAMES = tuple(sorted([*FUNCTIONS, *_SIZED_FUNCTIONS]))
+
+_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+}
+_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
+    ast.UAdd: operator.pos,
+    ast.USub: operator.neg,
+    ast.Not: operator.not_,
+}
+_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+}
+_REFUSED: dict[type[ast.AST], str] = {
+    ast.Attribute: "attribute access (x.y)",
+    ast.Subscript: "indexing and slicing",
+    ast.Lambda: "lambda functions",
+    ast.ListComp: "comprehensions",
+    ast.SetComp: "comprehensions",
+    ast.DictComp: "comprehensions",
+    ast.GeneratorExp: "generator expressions",
+    ast.NamedExpr: "assignment expressions (:=)",
+    ast.JoinedStr: "f-strings",
+    ast.Starred: "starred arguments",
+    ast.IfExp: "conditional expressions",
+    ast.Await: "await",
+    ast.Yield: "yield",
+    ast.YieldFrom: "yield",
+    ast.List: "lists",
+    ast.Tuple: "tuples",
+    ast.Dict: "dictionaries",
+    ast.Set: "sets",
+    ast.UnaryOp: "the operator ~",
+}
+_ALLOWED_TEXT = (
+    "the calculator accepts numbers, + - * / // % **, comparisons, and/or/not, parentheses, "
+    f"the constants {', '.join(CONSTANTS)} and the functions {', '.join(FUNCTION_NAMES)}"
+)
+
+
+def _log2_abs(value: Number) -> float:
+    """log2(|value|), inf when it cannot be taken."""
+    try:
+        return math.log2(abs(value)) if value else -math.inf
+    except (OverflowError, ValueError):
+        return math.inf
+
+
+def _product_bits(left: Number, right: Number) -> int:
+    """An upper bound on the bits of left * right (0 when either is a float)."""
+    if isinstance(left, int) and isinstance(right, int):
+        return left.bit_length() + right.bit_length()
+    return 0
+
+
+def _lgamma_bits(n: int) -> float:
+    """log2(n!) estimated with lgamma; inf when n is too large for a float."""
+    try:
+        return math.lgamma(n + 1) / math.log(2)
+    except (OverflowError, ValueError):
+        return math.inf
+
+
+class Calculator:
+    """Evaluates arithmetic expressions safely; `evaluate` raises CalculatorError on refusal.
+
+    One instance may be shared between threads: an evaluation keeps its state on the stack.
+    """
+
+    def __init__(self, limits: CalculatorLimits | None = None) -> None:
+        self.limits = limits or CalculatorLimits()
+
+    def evaluate(self, expression: str) -> Number:
+        """The value of `expression` (an int, float or bool)."""
+        if not isinstance(expression, str):
+            raise CalculatorError(f"expected an expression as text, got {type(expression)}")
+        if len(expression) > self.limits.max_chars:
+            raise CalculatorError(
+                f"expression is {len(expression)} characters long; "
+                f"the limit is {self.limits.max_chars}"
+            )
+        text = expression.strip()
+        if not text:
+            raise CalculatorError("expression is empty")
+        try:
+            tree = ast.parse(text, mode="eval")
+        except SyntaxError as exc:
+            raise CalculatorError(
+                f"not a valid expression: {exc.msg} (at column {exc.offset})"
+            ) from None
+        except (ValueError, RecursionError, MemoryError) as exc:
+            raise CalculatorError(
+                f"expression cannot be parsed ({type(exc).__name__}): it is too deeply nested "
+                "or contains invalid characters"
+            ) from None
+        walk = _Evaluation(self.limits)
+        try:
+            return walk.checked(walk.value(tree.body, 1))
+        except RecursionError:  # only when called from an already deep stack
+            raise CalculatorError("expression is nested too deeply for this call stack") from None
+
+
+class _Evaluation:
+    """The walk of one expression: counts nodes, bounds depth, sizes big operations first.
+
+    The common cases are handled inline: this runs for every node of every expression.
+    """
+
+    __slots__ = ("limits", "max_bits", "max_depth", "max_nodes", "nodes")
+
+    def __init__(self, limits: CalculatorLimits) -> None:
+        self.limits = limits
+        self.max_bits = limits.max_int_bits
+        self.max_depth = limits.max_depth
+        self.max_nodes = limits.max_nodes
+        self.nodes = 0
+
+    def count(self, depth: int) -> None:
+        """Count one node; refuse past the node or depth limit."""
+        self.nodes += 1
+        if self.nodes > self.max_nodes:
+            raise CalculatorError(f"expression has more than {self.max_nodes} parts; split it up")
+        if depth > self.max_depth:
+            raise CalculatorError(f"expression is nested more than {self.max_depth} levels deep")
+
+    def value(self, node: ast.expr, depth: int) -> Number:
+        self.nodes += 1
+        if self.nodes > self.max_nodes or depth > self.max_depth:
+            self.nodes -= 1
+            self.count(depth)  # raises with the reason
+        kind = type(node)
+        if kind is ast.Constant:
+            value = node.value
+            if type(value) is int:
+                if value.bit_length() > self.max_bits:
+                    raise self.too_large()
+                return value
+            return self.constant(value)
+        if kind is ast.BinOp:
+            if type(node.left) is ast.BinOp:
+                return self.chain(node, depth)
+            left = self.value(node.left, depth + 1)
+            return self.binary(node.op, left, self.value(node.right, depth + 1))
+        if kind is ast.UnaryOp and type(node.op) in _UNARY:
+            return self.checked(_UNARY[type(node.op)](self.value(node.operand, depth + 1)))
+        if kind is ast.Compare:
+            return self.compare(node, depth)
+        if kind is ast.BoolOp:
+            return self.boolean(node, depth)
+        if kind is ast.Name:
+            if node.id in CONSTANTS:
+                return CONSTANTS[node.id]
+            raise CalculatorError(f"unknown name {node.id!r}; {_ALLOWED_TEXT}")
+        if kind is ast.Call:
+            return self.call(node, depth)
+        what = _REFUSED.get(kind, type(node).__name__)
+        raise CalculatorError(f"not allowed: {what}; {_ALLOWED_TEXT}")
+
+    def chain(self, node: ast.BinOp, depth: int) -> Number:
+        """A left-leaning run of operators (`1 + 2 - 3 * 4 ...`) walked as a loop, so a long
+        sum is not mistaken for deep nesting."""
+        links = [node]
+        while type(node.left) is ast.BinOp:
+            node = node.left  # type: ignore[assignment]
+            links.append(node)
+            self.count(depth)
+        result = self.value(node.left, depth + 1)
+        for link in reversed(links):
+            result = self.binary(link.op, result, self.value(link.right, depth + 1))
+        return result
+
+    @staticmethod
+    def constant(value: Any) -> Number:
+        if type(value) in (int, float, bool):
+            return value
+        kind = "complex numbers" if isinstance(value, complex) else f"{type(value).__name__}"
+        raise CalculatorError(f"not allowed: {kind} values; {_ALLOWED_TEXT}")
+
+    def checked(self, value: Any) -> Number:
+        """`value` if it is a real number within the size limit."""
+        kind = type(value)
+        if kind is float:
+            return value
+        if kind is int or kind is bool:
+            if value.bit_length() > self.max_bits:
+                raise self.too_large()
+            return value
+        if isinstance(value, complex):
+            raise CalculatorError("the result is a complex number; only real numbers are supported")
+        raise CalculatorError(f"unexpected result of type {type(value).__name__}")
+
+    def too_large(self) -> CalculatorError:
+        return CalculatorError(
+            f"the result would have more than {self.max_bits} bits (about "
+            f"{int(self.max_bits * math.log10(2))} digits), past the calculator's limit"
+        )
+
+    def binary(self, op: ast.operator, left: Number, right: Number) -> Number:
+        """One operator. Only `*` and `**` can make a number much longer than its operands, so
+        only they are checked here, before computing; the final result is checked as well."""
+        kind = type(op)
+        if kind is ast.Pow:
+            return self.power(left, right)
+        # A product of integers has at most as many bits as its factors together.
+        if kind is ast.Mult and _product_bits(left, right) > self.max_bits + 1:
+            raise self.too_large()
+        function = _BINARY.get(kind)
+        if function is None:
+            raise CalculatorError(f"not allowed: the operator {kind.__name__}; {_ALLOWED_TEXT}")
+        try:
+            return function(left, right)
+        except ZeroDivisionError:
+            raise CalculatorError("division by zero") from None
+        except OverflowError:
+            raise CalculatorError("the result is too large for a floating-point number") from None
+
+    def power(self, base: Number, exponent: Number) -> Number:
+        exact = isinstance(base, int) and isinstance(exponent, int) and exponent > 0
+        # base**exponent has about exponent*log2|base| bits: refuse before computing it.
+        if exact and abs(base) > 1 and exponent * _log2_abs(base) > self.max_bits:
+            raise self.too_large()
+        try:
+            return self.checked(base**exponent)
+        except ZeroDivisionError:
+            raise CalculatorError("zero cannot be raised to a negative power") from None
+        except OverflowError:
+            raise CalculatorError("the result is too large for a floating-point number") from None
+
+    def compare(self, node: ast.Compare, depth: int) -> bool:
+        left = self.value(node.left, depth + 1)
+        for op, right_node in zip(node.ops, node.comparators, strict=True):
+            if type(op) not in _COMPARE:
+                raise CalculatorError(f"the comparison {type(op).__name__} is not allowed")
+            right = self.value(right_node, depth + 1)
+            if not _COMPARE[type(op)](left, right):
+                return False
+            left = right
+        return True
+
+    def boolean(self, node: ast.BoolOp, depth: int) -> Number:
+        is_and = type(node.op) is ast.And
+        result: Number = is_and
+        for operand in node.values:
+            result = self.value(operand, depth + 1)
+            if bool(result) is not is_and:
+                return result
+        return result
+
+    def call(self, node: ast.Call, depth: int) -> Number:
+        if type(node.func) is not ast.Name:
+            raise CalculatorError(f"only named math functions may be called; {_ALLOWED_TEXT}")
+        name = node.func.id
+        if name not in FUNCTIONS and name not in _SIZED_FUNCTIONS:
+            raise CalculatorError(f"unknown function {name!r}; {_ALLOWED_TEXT}")
+        if node.keywords:
+            raise CalculatorError(f"{name}() takes positional arguments only")
+        args = [self.value(arg, depth + 1) for arg in node.args]
+        try:
+            if name in _SIZED_FUNCTIONS:
+                return self.checked(self.sized_call(name, args))
+            return self.checked(FUNCTIONS[name](*args))
+        except CalculatorError:
+            raise
+        except ZeroDivisionError:
+            raise CalculatorError(f"{name}(): division by zero") from None
+        except OverflowError:
+            raise CalculatorError(f"{name}(): the result is too large") from None
+        except (TypeError, ValueError) as exc:
+            raise CalculatorError(f"{name}(): {exc}") from None
+
+    def sized_call(self, name: str, args: list[Number]) -> Number:
+        """factorial, comb, perm, pow and round, with their result size estimated first."""
+        limit = self.limits.max_int_bits
+        if name == "pow":
+            if len(args) != 2:
+                raise CalculatorError("pow() takes exactly two arguments (base, exponent)")
+            return self.power(args[0], args[1])
+        if name == "round":
+            digits = args[1] if len(args) == 2 else 0
+            # round(n, -k) computes 10**k: bound k.
+            if isinstance(digits, int) and abs(digits) > self.limits.max_round_digits:
+                raise CalculatorError(f"round(): at most {self.limits.max_round_digits} digits")
+            return round(*args)
+        if any(not isinstance(a, int) or a < 0 for a in args):
+            raise CalculatorError(f"{name}() takes non-negative integers")
+        if name == "factorial":
+            if len(args) != 1:
+                raise CalculatorError("factorial() takes exactly one argument")
+            if _lgamma_bits(args[0]) > limit:
+                raise self.too_large()
+            return math.factorial(args[0])
+        if len(args) != 2:
+            raise CalculatorError(f"{name}() takes exactly two arguments (n, k)")
+        n, k = args
+        if k > n:
+            return 0
+        bits = _lgamma_bits(n) - _lgamma_bits(n - k)
+        if name == "comb":
+            bits -= _lgamma_bits(k)
+        if math.isnan(bits) or bits > limit:
+            raise self.too_large()
+        return math.comb(n, k) if name == "comb" else math.perm(n, k)

@@ -1,0 +1,274 @@
+"""bash: run a shell command in a sandbox, with a timeout, output caps and the exit code.
+
+Like python_repl, the command never runs in the caller's process: each call goes to a runner (a
+LocalSandbox per call by default). Inside the sandbox the command runs under `bash -c` (or
+`/bin/sh -c` where bash is missing) in its own process group, which is killed at the timeout and
+when the shell exits, so background jobs do not outlive the call.
+
+An optional allow-list or deny-list of command names is checked before anything runs. It helps
+keep an agent to the commands it is meant to use; it is not a security boundary (shells have
+too many ways to run a program), which is why the command still runs in a sandbox. With a list
+configured, constructs the check cannot see through (`$(...)`, backquotes, `eval`, process
+substitution) are refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
+
+from jianmu_bt.sandbox.context import inside_sandbox
+from jianmu_bt.sandbox.limits import SandboxLimits
+from jianmu_bt.sandbox.local import LocalSandbox
+from jianmu_bt.sandbox.runner import InProcessRunner, ToolRunner
+from jianmu_bt.tools.base import Tool
+
+_SEPARATORS = {";", "&&", "||", "|", "&", "(", ")", "|&", ";;", "{", "}", "!"}
+_KEYWORDS = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "case", "esac"}
+_WRAPPERS = {"sudo", "time", "nohup", "env", "command", "builtin", "nice", "xargs", "exec"}
+_OPAQUE = ("$(", "`", "<(", ">(")
+_OPAQUE_WORDS = {"eval", "source", "."}
+_GRACE = 5.0  # the sandbox's own timeout trails the command's, so the command's is reported
+_DRAIN = 2.0  # seconds to keep reading after the shell exited
+
+
+def command_names(command: str) -> list[str]:
+    """The program names a shell command line would run (best effort; see the module doc)."""
+    lexer = shlex.shlex(command.replace("\n", " ; "), posix=True, punctuation_chars=";&|()<>")
+    lexer.whitespace_split = True
+    names: list[str] = []
+    expect_command = True
+    skip_loop_header = False
+    for token in lexer:
+        if token in _SEPARATORS:
+            expect_command, skip_loop_header = True, False
+            continue
+        if skip_loop_header or not expect_command:
+            continue
+        if token in _KEYWORDS:
+            continue
+        if token == "for":
+            skip_loop_header = True
+            continue
+        if "=" in token.split("/")[0] and not token.startswith("="):
+            continue  # NAME=value before the command
+        name = os.path.basename(token)
+        names.append(name)
+        expect_command = name in _WRAPPERS
+    return names
+
+
+class CommandPolicy:
+    """An allow-list and/or deny-list of command names (basenames)."""
+
+    def __init__(self, allow: Iterable[str] | None = None, deny: Iterable[str] | None = None):
+        self.allow = frozenset(allow) if allow is not None else None
+        self.deny = frozenset(deny or ())
+
+    @property
+    def active(self) -> bool:
+        """Whether any list is configured."""
+        return self.allow is not None or bool(self.deny)
+
+    def check(self, command: str) -> str | None:
+        """None when the command may run, else an error saying what was refused."""
+        if not self.active:
+            return None
+        opaque = [mark for mark in _OPAQUE if mark in command]
+        if opaque:
+            return f"Error: command refused: {opaque[0]!r} hides which commands run"
+        try:
+            names = command_names(command)
+        except ValueError as exc:
+            return f"Error: command refused: cannot parse it ({exc})"
+        for name in names:
+            if name in _OPAQUE_WORDS:
+                return f"Error: command refused: '{name}' hides which commands run"
+            if name in self.deny:
+                return f"Error: command refused: '{name}' is on the deny-list"
+            if self.allow is not None and name not in self.allow and name not in _WRAPPERS:
+                allowed = ", ".join(sorted(self.allow))
+                return f"Error: command refused: '{name}' is not allowed (allowed: {allowed})"
+        return None
+
+
+class BashTool(Tool):
+    """Run a shell command in an isolated sandbox; returns stdout, stderr and the exit code."""
+
+    name = "bash"
+    description = (
+        "Run a shell command in an isolated sandbox (working directory: a private workspace) and "
+        "return its stdout, stderr and exit code. Output is capped; the command has a timeout."
+    )
+    input_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "the command line to run"},
+            "timeout": {"type": "number", "description": "seconds before it is killed"},
+        },
+        "required": ["command"],
+    }
+    output_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "description": "exit_code, stdout, stderr and whether output was truncated",
+    }
+    parallel_safe = False
+    effect_tags = ("exec",)
+
+    def __init__(
+        self,
+        *,
+        runner: ToolRunner | None = None,
+        timeout: float = 30.0,
+        max_output_bytes: int = 64_000,
+        allow: Iterable[str] | None = None,
+        deny: Iterable[str] | None = None,
+        shell: str | None = None,
+        limits: SandboxLimits | Mapping[str, Any] | None = None,
+        workspace: Any = None,
+    ) -> None:
+        self.runner = runner
+        self.workspace = getattr(workspace, "root", workspace)
+        self.timeout_seconds = timeout
+        self.max_output_bytes = max_output_bytes
+        self.policy = CommandPolicy(allow, deny)
+        self.shell = shell
+        self.limits = limits
+        self.sandbox_limits = {"timeout": timeout + _GRACE}
+        self._owned: LocalSandbox | None = None
+
+    def sandbox_kwargs(self) -> dict[str, Any]:
+        """Constructor arguments for the copy of this tool inside the sandbox."""
+        return {
+            "timeout": self.timeout_seconds,
+            "max_output_bytes": self.max_output_bytes,
+            "allow": sorted(self.policy.allow) if self.policy.allow is not None else None,
+            "deny": sorted(self.policy.deny),
+            "shell": self.shell,
+        }
+
+    async def execute(
+        self,
+        args: Any = None,
+        injected: Mapping[str, Any] | None = None,
+        runner: ToolRunner | None = None,
+        prefer_injected: bool = True,
+    ) -> Any:
+        """Check the policy here, then send the call to a sandbox runner (never in-process)."""
+        merged = self.merge_args(args, injected, prefer_injected)
+        if isinstance(merged, Mapping) and isinstance(merged.get("command"), str):
+            refused = self.policy.check(merged["command"])
+            if refused:
+                return refused
+        chosen = runner or self.runner
+        if chosen is None:
+            if self._owned is None:
+                self._owned = LocalSandbox(self.limits, workspace=self.workspace)
+            chosen = self._owned
+        if isinstance(chosen, InProcessRunner):
+            return "Error: bash never runs commands in-process; give it a sandbox runner"
+        return await chosen.run(self, merged)
+
+    async def aclose(self) -> None:
+        """Remove the sandbox this tool made for itself (its temporary workspace)."""
+        if self._owned is not None:
+            await self._owned.aclose()
+            self._owned = None
+
+    async def execute_local(self, args: Any) -> Any:
+        """Run the command here, which is allowed only inside a sandbox worker."""
+        if not inside_sandbox():
+            return "Error: bash runs commands only inside a sandbox worker (LocalSandbox/Docker)"
+        return await super().execute_local(args)
+
+    def run(self, input: Any) -> Any:
+        """Run the command (in the sandbox worker) and collect its output and exit code."""
+        command = input.get("command") if isinstance(input, Mapping) else None
+        if not isinstance(command, str) or not command.strip():
+            return "Error: bash needs a non-empty 'command' string"
+        refused = self.policy.check(command)
+        if refused:
+            return refused
+        timeout = self.timeout_seconds
+        asked = input.get("timeout")
+        if isinstance(asked, (int, float)) and not isinstance(asked, bool) and asked > 0:
+            timeout = min(timeout, float(asked))
+        shell = self.shell or shutil.which("bash") or "/bin/sh"
+        proc = subprocess.Popen(
+            [shell, "-c", command],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        stdout, stderr, timed_out = _collect(proc, timeout, self.max_output_bytes)
+        output = {
+            "exit_code": proc.returncode,
+            "stdout": stdout.decode("utf-8", errors="replace"),
+            "stderr": stderr.decode("utf-8", errors="replace"),
+        }
+        if timed_out:
+            tail = (output["stdout"] + output["stderr"])[-1000:]
+            detail = f"the command ran longer than {timeout:g} s and was killed"
+            error = f"Error: timeout limit exceeded: {detail}" + (f"\n{tail}" if tail else "")
+            return {"ok": False, "error": error, "output": output, "limit": "timeout"}
+        return output
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _collect(proc: subprocess.Popen, timeout: float, cap: int) -> tuple[bytes, bytes, bool]:
+    """Read both pipes (keeping `cap` bytes of each) until EOF.
+
+    The process group is killed at the deadline, and again and again once the shell has exited:
+    background jobs would otherwise keep the pipes open (and outlive the call). Reading stops
+    `_DRAIN` seconds after the shell exited even if something still holds a pipe.
+    """
+    kept = {proc.stdout: bytearray(), proc.stderr: bytearray()}
+    dropped = dict.fromkeys(kept, 0)
+    selector = selectors.DefaultSelector()
+    for pipe in kept:
+        selector.register(pipe, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout
+    timed_out = False
+    exited_at: float | None = None
+    while selector.get_map():
+        now = time.monotonic()
+        if proc.poll() is not None:
+            exited_at = exited_at or now
+            _kill_group(proc.pid)
+            if now - exited_at > _DRAIN:
+                break
+        elif now >= deadline:
+            timed_out = True
+            _kill_group(proc.pid)
+        for key, _ in selector.select(timeout=0.05):
+            chunk = os.read(key.fd, 65536)
+            if not chunk:
+                selector.unregister(key.fileobj)
+                continue
+            buffer = kept[key.fileobj]
+            room = max(cap - len(buffer), 0)
+            buffer += chunk[:room]
+            dropped[key.fileobj] += len(chunk) - min(len(chunk), room)
+    selector.close()
+    _kill_group(proc.pid)
+    proc.wait()
+    result = []
+    for pipe, buffer in kept.items():
+        if dropped[pipe]:
+            buffer += f"\n[output truncated: {dropped[pipe]:,} more bytes]".encode()
+        pipe.close()
+        result.append(bytes(buffer))
+    return result[0], result[1], timed_out

@@ -1,0 +1,402 @@
+"""File tools confined to a workspace: read_file, write_file, list_dir, file_info, str_replace.
+
+Every path goes through `Workspace.resolve` (containment on resolved paths) and is then used
+without following links (see `jianmu_bt.tools.builtin.workspace`). Reads are bounded and say so
+when they stop early; binary files are detected and refused; writes are atomic.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from datetime import UTC, datetime
+from typing import Any, BinaryIO, ClassVar, Literal
+
+from pydantic import Field
+
+from jianmu_bt.tools.builtin.model_tool import ToolArguments, reports_faults
+from jianmu_bt.tools.builtin.workspace import (
+    BINARY_SAMPLE_BYTES,
+    Workspace,
+    WorkspaceError,
+    WorkspaceTool,
+    is_binary,
+)
+
+PathField = Field(description="File path relative to the workspace root (or absolute inside it)")
+
+
+def _read_limited(handle: BinaryIO, limit: int, shown: str) -> bytes:
+    """The whole file if it has at most `limit` bytes; otherwise a WorkspaceError."""
+    data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise WorkspaceError(f"'{shown}' is larger than the {limit}-byte limit for this tool")
+    return data
+
+
+def _read_text_file(handle: BinaryIO, shown: str, limit: int) -> str:
+    """A whole text file (UTF-8; undecodable bytes kept via surrogateescape); binary refused."""
+    data = _read_limited(handle, limit, shown)
+    if is_binary(data):
+        raise WorkspaceError(f"'{shown}' looks like a binary file (it contains NUL bytes)")
+    return data.decode("utf-8", errors="surrogateescape")
+
+
+class ReadFileArgs(ToolArguments):
+    path: str = PathField
+    start_line: int = Field(1, ge=1, description="First line to return (1-based)")
+    max_lines: int = Field(2000, ge=1, le=100_000, description="Most lines to return")
+
+
+class ReadFileTool(WorkspaceTool):
+    """Read a text file inside the workspace, optionally a range of lines."""
+
+    name = "read_file"
+    description = (
+        "Read a UTF-8 text file inside the workspace. Returns the text; long files are cut at a "
+        "size limit with a note saying where to continue (use start_line). Binary files are "
+        "refused."
+    )
+    Arguments = ReadFileArgs
+    primary_argument = "path"
+    output_schema: ClassVar[dict[str, Any]] = {
+        "type": "string",
+        "description": "The file's text, with a [truncated ...] note when it was cut",
+    }
+    effect_tags = ("file_read",)
+
+    def __init__(
+        self,
+        workspace: Workspace | str | os.PathLike[str] | None = None,
+        max_read_bytes: int = 100_000,
+        max_scan_bytes: int = 64 * 1024 * 1024,
+    ) -> None:
+        super().__init__(workspace)
+        self.max_read_bytes = max_read_bytes
+        self.max_scan_bytes = max_scan_bytes
+
+    @reports_faults
+    def run(self, input: ReadFileArgs) -> str:
+        resolved = self.workspace.resolve(input.path)
+        shown = self.workspace.display(resolved)
+        with self.workspace.open_file(resolved) as handle:
+            if is_binary(handle.read(BINARY_SAMPLE_BYTES)):
+                size = os.fstat(handle.fileno()).st_size
+                raise WorkspaceError(
+                    f"'{shown}' looks like a binary file ({size} bytes, contains NUL bytes); "
+                    "read_file returns text only"
+                )
+            handle.seek(0)
+            self._skip_lines(handle, input.start_line, shown)
+            return self._read_lines(handle, input.start_line, input.max_lines)
+
+    def _skip_lines(self, handle: BinaryIO, start_line: int, shown: str) -> None:
+        """Move past the lines before `start_line`; an error when the file has fewer lines."""
+        line, scanned, newline_ended = 1, 0, True
+        while line < start_line:
+            chunk = handle.readline(65536)  # bounded: a huge line comes in pieces
+            if not chunk:
+                break
+            scanned += len(chunk)
+            if scanned > self.max_scan_bytes:
+                raise WorkspaceError(
+                    f"start_line {start_line} lies more than {self.max_scan_bytes} bytes into "
+                    f"'{shown}'; that is further than read_file scans"
+                )
+            newline_ended = chunk.endswith(b"\n")
+            line += newline_ended
+        if start_line > 1 and not handle.peek(1):
+            lines = line - 1 + (not newline_ended)
+            raise WorkspaceError(
+                f"start_line {start_line} is past the end of '{shown}', which has {lines} "
+                f"line{'' if lines == 1 else 's'}"
+            )
+
+    def _read_lines(self, handle: BinaryIO, start_line: int, max_lines: int) -> str:
+        out = bytearray()
+        line = start_line
+        note = ""
+        while True:
+            if line - start_line >= max_lines:
+                if handle.read(1):
+                    note = (
+                        f"[truncated: showed lines {start_line}-{line - 1}; the file goes on, "
+                        f"call read_file with start_line={line} to read more]"
+                    )
+                break
+            room = self.max_read_bytes - len(out)
+            chunk = handle.readline(room + 1)
+            if not chunk:
+                break
+            if len(chunk) > room:
+                out += chunk[:room]
+                if line > start_line:  # the cut line can be read whole from its start
+                    where = f"call read_file with start_line={line} to read on"
+                else:
+                    where = f"line {line} alone is longer than that; start_line={line + 1} skips it"
+                note = (
+                    f"[truncated: output limit of {self.max_read_bytes} bytes reached in line "
+                    f"{line}; {where}]"
+                )
+                break
+            out += chunk
+            if chunk.endswith(b"\n"):
+                line += 1
+        text = out.decode("utf-8", errors="replace")
+        if note:
+            text += ("" if text.endswith("\n") or not text else "\n") + note
+        return text
+
+
+class WriteFileArgs(ToolArguments):
+    path: str = PathField
+    content: str = Field(description="The full text to write (UTF-8)")
+    mode: Literal["overwrite", "append", "create"] = Field(
+        "overwrite",
+        description="overwrite: replace the file; append: add to its end; "
+        "create: fail if the file already exists",
+    )
+    create_dirs: bool = Field(True, description="Create missing parent directories")
+
+
+class WriteFileTool(WorkspaceTool):
+    """Write a text file inside the workspace, atomically."""
+
+    name = "write_file"
+    description = (
+        "Write text to a file inside the workspace (UTF-8). The write is atomic: the file is "
+        "replaced as a whole. mode 'append' adds to the end, 'create' refuses to overwrite."
+    )
+    Arguments = WriteFileArgs
+    output_schema: ClassVar[dict[str, Any]] = {
+        "type": "string",
+        "description": "What was written, and whether the file is new",
+    }
+    parallel_safe = False
+    effect_tags = ("file_write",)
+
+    def __init__(
+        self,
+        workspace: Workspace | str | os.PathLike[str] | None = None,
+        max_write_bytes: int = 10 * 1024 * 1024,
+    ) -> None:
+        super().__init__(workspace)
+        self.max_write_bytes = max_write_bytes
+
+    @reports_faults
+    def run(self, input: WriteFileArgs) -> str:
+        resolved = self.workspace.resolve(input.path)
+        shown = self.workspace.display(resolved)
+        data = input.content.encode("utf-8", errors="surrogateescape")
+        if input.mode != "overwrite" and resolved.exists():
+            if input.mode == "create":
+                raise WorkspaceError(f"'{shown}' already exists and mode is 'create'")
+            with self.workspace.open_file(resolved) as handle:
+                data = _read_limited(handle, self.max_write_bytes, shown) + data
+        if len(data) > self.max_write_bytes:
+            raise WorkspaceError(
+                f"refusing to write {len(data)} bytes to '{shown}': the limit is "
+                f"{self.max_write_bytes} bytes"
+            )
+        added = len(input.content.encode("utf-8", errors="surrogateescape"))
+        created = self.workspace.write_atomic(resolved, data, create_dirs=input.create_dirs)
+        if created:
+            return f"Wrote {added} bytes to '{shown}' (new file)"
+        if input.mode == "append":
+            return f"Appended {added} bytes to '{shown}' (now {len(data)} bytes)"
+        return f"Wrote {added} bytes to '{shown}' (replaced the existing file)"
+
+
+def _entry_type(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    return "other"
+
+
+class ListDirArgs(ToolArguments):
+    path: str = Field(".", description="Directory relative to the workspace root")
+    include_hidden: bool = Field(True, description="Include names starting with '.'")
+    max_entries: int = Field(200, ge=1, le=5000, description="Most entries to return")
+
+
+class ListDirTool(WorkspaceTool):
+    """List a directory inside the workspace."""
+
+    name = "list_dir"
+    description = (
+        "List the entries of a directory inside the workspace: name, type (file, directory, "
+        "symlink, other) and size of files, sorted by name."
+    )
+    Arguments = ListDirArgs
+    primary_argument = "path"
+    output_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "description": "The directory listing",
+        "properties": {
+            "path": {"type": "string"},
+            "entries": {"type": "array", "items": {"type": "object"}},
+            "total": {"type": "integer"},
+            "truncated": {"type": "boolean"},
+        },
+    }
+    effect_tags = ("file_read",)
+
+    @reports_faults
+    def run(self, input: ListDirArgs) -> dict[str, Any]:
+        resolved = self.workspace.resolve_directory(input.path)
+        entries: list[dict[str, Any]] = []
+        total = 0
+        with self.workspace.open_directory(resolved) as fd, os.scandir(fd) as scan:
+            for entry in sorted(scan, key=lambda e: e.name):
+                if not input.include_hidden and entry.name.startswith("."):
+                    continue
+                total += 1
+                if len(entries) >= input.max_entries:
+                    continue
+                info = entry.stat(follow_symlinks=False)
+                item: dict[str, Any] = {"name": entry.name, "type": _entry_type(info.st_mode)}
+                if stat.S_ISREG(info.st_mode):
+                    item["size"] = info.st_size
+                entries.append(item)
+        return {
+            "path": self.workspace.display(resolved),
+            "entries": entries,
+            "total": total,
+            "truncated": total > len(entries),
+        }
+
+
+class FileInfoArgs(ToolArguments):
+    path: str = PathField
+
+
+class FileInfoTool(WorkspaceTool):
+    """Describe a file or directory inside the workspace."""
+
+    name = "file_info"
+    description = (
+        "Facts about a path inside the workspace: type, size, modification time, permissions, "
+        "and for files whether they are text and how many lines they have."
+    )
+    Arguments = FileInfoArgs
+    primary_argument = "path"
+    output_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "description": "path, type, size, modified (ISO 8601, UTC), permissions, binary, lines",
+    }
+    effect_tags = ("file_read",)
+
+    def __init__(
+        self,
+        workspace: Workspace | str | os.PathLike[str] | None = None,
+        max_count_bytes: int = 16 * 1024 * 1024,
+    ) -> None:
+        super().__init__(workspace)
+        self.max_count_bytes = max_count_bytes
+
+    @reports_faults
+    def run(self, input: FileInfoArgs) -> dict[str, Any]:
+        resolved = self.workspace.resolve(input.path)
+        info = self.workspace.lstat(resolved)
+        result: dict[str, Any] = {
+            "path": self.workspace.display(resolved),
+            "type": _entry_type(info.st_mode),
+            "size": info.st_size,
+            "modified": datetime.fromtimestamp(info.st_mtime, UTC).isoformat(),
+            "permissions": stat.filemode(info.st_mode),
+        }
+        if stat.S_ISREG(info.st_mode):
+            with self.workspace.open_file(resolved) as handle:
+                result["binary"] = is_binary(handle.read(BINARY_SAMPLE_BYTES))
+                if not result["binary"] and info.st_size <= self.max_count_bytes:
+                    handle.seek(0)
+                    data = handle.read(self.max_count_bytes)
+                    unterminated = bool(data) and not data.endswith(b"\n")
+                    result["lines"] = data.count(b"\n") + unterminated
+        return result
+
+
+class StrReplaceArgs(ToolArguments):
+    path: str = PathField
+    old_str: str = Field(min_length=1, description="Exact text to replace, whitespace included")
+    new_str: str = Field(description="Text to put in its place")
+    replace_all: bool = Field(False, description="Replace every occurrence instead of one")
+
+
+class StrReplaceTool(WorkspaceTool):
+    """Replace an exact piece of text in a file inside the workspace."""
+
+    name = "str_replace"
+    description = (
+        "Replace old_str with new_str in a text file inside the workspace. old_str must occur "
+        "exactly once (include enough surrounding text to make it unique) unless replace_all is "
+        "true. The file is rewritten atomically."
+    )
+    Arguments = StrReplaceArgs
+    output_schema: ClassVar[dict[str, Any]] = {
+        "type": "string",
+        "description": "How many occurrences were replaced, and where",
+    }
+    parallel_safe = False
+    effect_tags = ("file_read", "file_write")
+
+    def __init__(
+        self,
+        workspace: Workspace | str | os.PathLike[str] | None = None,
+        max_edit_bytes: int = 10 * 1024 * 1024,
+    ) -> None:
+        super().__init__(workspace)
+        self.max_edit_bytes = max_edit_bytes
+
+    @reports_faults
+    def run(self, input: StrReplaceArgs) -> str:
+        resolved = self.workspace.resolve(input.path)
+        shown = self.workspace.display(resolved)
+        if input.old_str == input.new_str:
+            raise WorkspaceError("old_str and new_str are identical; there is nothing to change")
+        with self.workspace.open_file(resolved) as handle:
+            text = _read_text_file(handle, shown, self.max_edit_bytes)
+        count = text.count(input.old_str)
+        if count == 0:
+            hint = " (the file uses Windows line endings, \\r\\n)" if "\r\n" in text else ""
+            raise WorkspaceError(
+                f"old_str was not found in '{shown}' (0 matches){hint}; read the file and copy "
+                "the exact text, whitespace and indentation included"
+            )
+        lines = _match_lines(text, input.old_str)
+        if count > 1 and not input.replace_all:
+            raise WorkspaceError(
+                f"old_str matches {count} times in '{shown}' (lines {_line_list(lines)}); "
+                "include more surrounding text to make it unique, or set replace_all to true"
+            )
+        updated = text.replace(input.old_str, input.new_str, -1 if input.replace_all else 1)
+        data = updated.encode("utf-8", errors="surrogateescape")
+        if len(data) > self.max_edit_bytes:
+            raise WorkspaceError(
+                f"the edited '{shown}' would have {len(data)} bytes; the limit is "
+                f"{self.max_edit_bytes}"
+            )
+        self.workspace.write_atomic(resolved, data, create_dirs=False)
+        replaced = count if input.replace_all else 1
+        noun, where = ("occurrence", "line") if replaced == 1 else ("occurrences", "lines")
+        return f"Replaced {replaced} {noun} in '{shown}' ({where} {_line_list(lines)})"
+
+
+def _match_lines(text: str, needle: str) -> list[int]:
+    """1-based line numbers where each non-overlapping occurrence of `needle` starts."""
+    lines, line, last, start = [], 1, 0, text.find(needle)
+    while start != -1:
+        line += text.count("\n", last, start)
+        lines.append(line)
+        last = start
+        start = text.find(needle, start + len(needle))
+    return lines
+
+
+def _line_list(lines: list[int], shown: int = 10) -> str:
+    text = ", ".join(str(n) for n in lines[:shown])
+    return text + (f", ... ({len(lines)} in all)" if len(lines) > shown else "")
