@@ -37,7 +37,7 @@ async def main() -> None:
                 "name": "convert_currency",
                 "arguments": '{"amount": 12.5, "from_currency": "USD"}',
             },
-            {"id": "c2", "name": "calculator", "arguments": '{"input": "17 * 23"}'},
+            {"id": "c2", "name": "calculator", "arguments": '{"expression": "17 * 23"}'},
             {"id": "c3", "name": "convert_currency", "arguments": '{"amount": "lots"}'},
             {"id": "c4", "name": "no_such_tool", "arguments": "{}"},
         ]
