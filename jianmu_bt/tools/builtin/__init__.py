@@ -30,6 +30,9 @@ _EXPORTS: dict[str, str] = {
     "Workspace": "workspace",
     "WorkspaceError": "workspace",
     "ToolFault": "model_tool",
+    "PythonREPLTool": "python_repl",
+    "BashTool": "bash",
+    "CommandPolicy": "bash",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,0 +1,360 @@
+"""DockerSandbox: the LocalSandbox contract in a container, through the docker SDK.
+
+```python
+async with DockerSandbox("python:3.11-slim", SandboxLimits(timeout=10)) as sandbox:
+    result = await my_tool.call({"x": 1}, runner=sandbox)
+```
+
+Each call (or, with `warm=True`, each worker) is a container created with: the configured image,
+no network (`network_mode="none"`) unless `network=True`, memory (no swap), CPU and pids limits,
+a read-only root file system with a private /tmp and the workspace mounted writable at
+/workspace, a non-root user, all capabilities dropped and no-new-privileges. The worker inside is
+the same JSON-lines worker as LocalSandbox's, spoken to over the container's attached stdin and
+stdout. The container is removed after the call, also when the call times out or is cancelled.
+
+The image needs Python with jianmu-bt's dependencies. With `share_code=True` (the default) the
+host directories of the code this process imports from outside its Python installation (this
+project, your tool modules) are mounted read-only at the same paths, so the container runs the
+same version of the tools. The docker SDK is imported lazily; without it, or without a reachable
+engine, every call returns an error that says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import uuid
+import weakref
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from jianmu_bt.sandbox.docker_channel import AttachChannel, ChannelClosed
+from jianmu_bt.sandbox.limits import SandboxLimits, format_size, limit_error, sandbox_error
+from jianmu_bt.sandbox.plan import import_roots
+from jianmu_bt.sandbox.process import ReplyTooLarge
+from jianmu_bt.sandbox.runner import RunnableTool
+from jianmu_bt.sandbox.toolspec import ToolNotPortableError, describe_tool
+from jianmu_bt.sandbox.worker import BOOTSTRAP
+
+WORKSPACE = "/workspace"
+WORKER_TASKS = 8
+_PER_CALL_LIMITS = ("cpu_seconds", "max_output_bytes", "memory_bytes", "max_file_bytes")
+
+
+class SandboxUnavailableError(RuntimeError):
+    """The sandbox cannot work here (no docker SDK, no reachable engine, no image)."""
+
+
+def _docker_module() -> Any:
+    try:
+        import docker
+    except ImportError as exc:
+        raise SandboxUnavailableError(
+            "DockerSandbox needs the docker SDK: pip install 'jianmu-bt[docker]'"
+        ) from exc
+    return docker
+
+
+class DockerSandbox:
+    """A ToolRunner that runs every call in a Docker container (see the module doc).
+
+    Args:
+        image: the image to run (must contain Python with jianmu-bt's dependencies).
+        limits: a SandboxLimits (or a dict of its fields).
+        workspace: host directory mounted at /workspace; a private temporary one when None.
+        warm: keep one container for many calls (replaced after a limit is hit).
+        network: True gives the container the default bridge network; off by default.
+        user: the container user ("uid:gid"), never root by default.
+        python: the interpreter inside the image.
+        share_code: mount the host's project code read-only (see the module doc).
+        env: environment variables for the container (nothing else is passed).
+        tmp_size: size of the container's private /tmp.
+        docker_host: the engine's URL; DOCKER_HOST or the default socket when None.
+        start_timeout: seconds a container may take to start, on top of each call's timeout.
+    """
+
+    def __init__(
+        self,
+        image: str = "python:3.11-slim",
+        limits: SandboxLimits | Mapping[str, Any] | None = None,
+        *,
+        workspace: str | os.PathLike[str] | None = None,
+        warm: bool = False,
+        network: bool = False,
+        user: str = "65534:65534",
+        python: str = "python3",
+        share_code: bool = True,
+        env: Mapping[str, str] | None = None,
+        tmp_size: str = "64m",
+        docker_host: str | None = None,
+        start_timeout: float = 60.0,
+    ) -> None:
+        self.image = image
+        self.limits = limits if isinstance(limits, SandboxLimits) else SandboxLimits(**limits or {})
+        self.warm = warm
+        self.network = network
+        self.user = user
+        self.python = python
+        self.share_code = share_code
+        self.env = {
+            "HOME": WORKSPACE,
+            "TMPDIR": "/tmp",
+            **{k: str(v) for k, v in (env or {}).items()},
+        }
+        self.tmp_size = tmp_size
+        self.docker_host = docker_host
+        self.start_timeout = start_timeout
+        self.id = uuid.uuid4().hex[:12]
+        self._owned_workspace = workspace is None
+        self.workspace = (
+            tempfile.mkdtemp(prefix="jianmu-dws-") if workspace is None else str(workspace)
+        )
+        os.makedirs(self.workspace, exist_ok=True)
+        if self._owned_workspace:  # removed by aclose, or when the sandbox is collected
+            self._cleanup = weakref.finalize(self, shutil.rmtree, self.workspace, True)
+        self._prepare_workspace()
+        self._client: Any = None
+        self._worker: AttachChannel | None = None
+        self._lock = anyio.Lock()
+        self._ids = iter(range(1, 1 << 62))
+
+    # -- public API -------------------------------------------------------------------------
+
+    async def run(self, tool: RunnableTool, args: Any) -> Any:
+        """Run `tool` with `args` in a container; returns the raw result or an error."""
+        try:
+            spec = describe_tool(tool)
+            json.dumps(args)
+        except ToolNotPortableError as exc:
+            return sandbox_error(str(exc))
+        except (TypeError, ValueError) as exc:
+            return sandbox_error(f"the arguments of '{tool.name}' are not JSON: {exc}")
+        limits = self.limits.tightened(getattr(tool, "sandbox_limits", None))
+        async with self._lock:
+            worker = self._worker if self.warm else None
+            if worker is None or not worker.usable:
+                try:
+                    worker = await self._start(self.limits if self.warm else limits)
+                except SandboxUnavailableError as exc:
+                    return sandbox_error(str(exc))
+                if self.warm:
+                    self._worker = worker
+            try:
+                return await self._call(worker, spec, args, limits)
+            finally:
+                if not self.warm or not worker.usable:
+                    with anyio.CancelScope(shield=True):
+                        await worker.remove()
+                    if self._worker is worker:
+                        self._worker = None
+
+    async def check(self) -> str:
+        """The engine's version; raises SandboxUnavailableError when it cannot be used."""
+        client = await self._get_client()
+        version = await anyio.to_thread.run_sync(client.version)
+        return str(version.get("Version"))
+
+    async def aclose(self) -> None:
+        """Remove the warm container (and any container this sandbox left); remove the workspace."""
+        async with self._lock:
+            if self._worker is not None:
+                with anyio.CancelScope(shield=True):
+                    await self._worker.remove()
+                self._worker = None
+            if self._client is not None:
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(self._remove_leftovers)
+                self._client.close()
+                self._client = None
+        if self._owned_workspace:
+            self._cleanup()
+
+    async def __aenter__(self) -> DockerSandbox:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"DockerSandbox({self.image!r}, warm={self.warm}, network={self.network})"
+
+    # -- containers -------------------------------------------------------------------------
+
+    def _prepare_workspace(self) -> None:
+        uid, _, gid = self.user.partition(":")
+        if os.geteuid() == 0 and uid.isdigit():
+            os.chown(self.workspace, int(uid), int(gid or uid))
+        else:
+            os.chmod(self.workspace, 0o777)  # the container user is not us
+
+    async def _get_client(self) -> Any:
+        if self._client is not None:
+            return self._client
+        docker = _docker_module()
+        where = self.docker_host or os.environ.get("DOCKER_HOST") or "the default socket"
+
+        def connect() -> Any:
+            if self.docker_host:
+                client = docker.DockerClient(base_url=self.docker_host, timeout=30)
+            else:
+                client = docker.from_env(timeout=30)
+            client.ping()
+            return client
+
+        try:
+            self._client = await anyio.to_thread.run_sync(connect)
+        except Exception as exc:
+            raise SandboxUnavailableError(
+                f"no Docker engine is reachable at {where}: {type(exc).__name__}: {exc}"
+            ) from exc
+        return self._client
+
+    def _code_mounts(self) -> tuple[dict[str, dict[str, str]], list[str]]:
+        if not self.share_code:
+            return {}, []
+        prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+        entries = {os.path.realpath(p) for p in sys.path if p and os.path.isabs(p)}
+        volumes: dict[str, dict[str, str]] = {}
+        path: list[str] = []
+        for root in import_roots():
+            if any(root == p or root.startswith(p.rstrip("/") + "/") for p in prefixes):
+                continue
+            volumes[root] = {"bind": root, "mode": "ro"}
+            path.append(root if root in entries and os.path.isdir(root) else os.path.dirname(root))
+        return volumes, list(dict.fromkeys(path))
+
+    def _create_kwargs(self, limits: SandboxLimits) -> dict[str, Any]:
+        volumes, path = self._code_mounts()
+        volumes[os.path.realpath(self.workspace)] = {"bind": WORKSPACE, "mode": "rw"}
+        kwargs: dict[str, Any] = {
+            "command": [self.python, "-I", "-B", "-c", BOOTSTRAP, json.dumps(path)],
+            "stdin_open": True,
+            # Not PID 1: a namespace's init ignores signals it has no handler for (SIGXCPU).
+            "init": True,
+            "tty": False,
+            "user": self.user,
+            "working_dir": WORKSPACE,
+            "environment": self.env,
+            "network_mode": "bridge" if self.network else "none",
+            "read_only": True,
+            "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={self.tmp_size},mode=1777"},
+            "volumes": volumes,
+            "cap_drop": ["ALL"],
+            "security_opt": ["no-new-privileges"],
+            "labels": {"jianmu.sandbox": self.id},
+            "log_config": {"type": "none", "config": {}},
+        }
+        if limits.memory_bytes:
+            kwargs.update(mem_limit=limits.memory_bytes, memswap_limit=limits.memory_bytes)
+        if limits.max_processes:
+            kwargs["pids_limit"] = limits.max_processes + WORKER_TASKS
+        if limits.cpus:
+            kwargs["nano_cpus"] = int(limits.cpus * 1e9)
+        return kwargs
+
+    async def _start(self, limits: SandboxLimits) -> AttachChannel:
+        client = await self._get_client()
+        kwargs = self._create_kwargs(limits)
+        docker = _docker_module()
+
+        def create() -> Any:
+            try:
+                return client.containers.create(self.image, **kwargs)
+            except docker.errors.ImageNotFound as exc:
+                raise SandboxUnavailableError(
+                    f"image {self.image!r} is not on the engine (DockerSandbox never pulls; "
+                    f"run `docker pull {self.image}` or build it): {exc}"
+                ) from exc
+
+        try:
+            with anyio.fail_after(self.start_timeout):
+                container = await anyio.to_thread.run_sync(create)
+        except TimeoutError as exc:
+            raise SandboxUnavailableError(
+                f"creating a container took over {self.start_timeout}s"
+            ) from exc
+        config = {
+            "limits": limits.model_dump(),
+            "warm": self.warm,
+            "workspace": WORKSPACE,
+            "report_hits": True,
+        }
+        channel = AttachChannel(client, container)
+        try:
+            with anyio.fail_after(self.start_timeout):
+                await channel.start(config)
+        except BaseException as exc:
+            with anyio.CancelScope(shield=True):
+                await channel.remove()
+            if isinstance(exc, (TimeoutError, RuntimeError)):
+                raise SandboxUnavailableError(str(exc) or "the container did not start") from exc
+            raise
+        return channel
+
+    async def _call(
+        self, worker: AttachChannel, spec: dict[str, Any], args: Any, limits: SandboxLimits
+    ) -> Any:
+        per_call = {k: getattr(limits, k) for k in _PER_CALL_LIMITS}
+        request = {"id": next(self._ids), "tool": spec, "args": args, "limits": per_call}
+        before = worker.hits
+        try:
+            with anyio.fail_after(limits.timeout):
+                reply = await worker.request(request, limits.max_output_bytes + (1 << 16))
+        except TimeoutError:
+            worker.usable = False
+            worker.refresh_hits()
+            detail = f"the call ran longer than {limits.timeout:g} s; the container was removed"
+            return self._with_hits(limit_error("timeout", detail), worker, before, limits)
+        except ReplyTooLarge:
+            worker.usable = False
+            return limit_error(
+                "output", f"the result is over the {limits.max_output_bytes:,}-byte limit"
+            )
+        except ChannelClosed:
+            worker.usable = False
+            return await self._died(worker, before, limits)
+        except BaseException:
+            worker.usable = False
+            raise
+        raw = self._with_hits(reply.get("raw"), worker, before, limits)
+        if reply.get("restart") or raw is not reply.get("raw"):
+            worker.usable = False
+        return raw
+
+    def _with_hits(
+        self, raw: Any, worker: AttachChannel, before: dict, limits: SandboxLimits
+    ) -> Any:
+        after = worker.hits
+        said = raw.get("error") if isinstance(raw, dict) else None
+        suffix = f" ({said})" if said else ""
+        if isinstance(raw, dict) and raw.get("limit") in ("memory", "processes"):
+            return raw
+        if after.get("processes", 0) > before.get("processes", 0):
+            detail = f"the call tried to run more than {limits.max_processes} processes{suffix}"
+            return limit_error("processes", detail)
+        return raw
+
+    async def _died(self, worker: AttachChannel, before: dict, limits: SandboxLimits) -> Any:
+        state = await worker.state()
+        if state.get("OOMKilled"):
+            size = format_size(limits.memory_bytes or 0)
+            return limit_error("memory", f"the container ran out of its {size} and was killed")
+        code = state.get("ExitCode")
+        if code == 128 + 24:  # SIGXCPU
+            return limit_error("cpu", f"the call used more than {limits.cpu_seconds} s of CPU time")
+        raw = sandbox_error(f"the container's worker died unexpectedly (exit code {code})")
+        return self._with_hits(raw, worker, before, limits)
+
+    def _remove_leftovers(self) -> None:
+        with contextlib.suppress(Exception):
+            for container in self._client.containers.list(
+                all=True, filters={"label": f"jianmu.sandbox={self.id}"}
+            ):
+                container.remove(force=True)

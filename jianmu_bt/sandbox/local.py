@@ -1,0 +1,351 @@
+"""LocalSandbox: runs each tool call in an isolated child process on this machine.
+
+```python
+async with LocalSandbox(SandboxLimits(timeout=5), warm=True) as sandbox:
+    result = await my_tool.call({"x": 1}, runner=sandbox)
+```
+
+The child re-creates the tool by import path (`toolspec`), runs `await tool.execute_local(args)`
+and answers in JSON. It has its own working directory (the workspace), an allow-listed
+environment, rlimits, its own session and process group, a private cgroup where the machine
+offers one, and optionally no network. A wall-clock timeout or a cancellation kills the whole
+group; every failure comes back as a result whose error names the limit that was hit.
+
+`warm=True` keeps one worker for many calls (calls are serialised); it is replaced after a limit
+is hit and killed by `aclose()`. The default starts a fresh worker per call.
+`isolation` states what holds on this machine; see docs/sandboxes.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import logging
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import uuid
+import weakref
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import anyio
+
+from jianmu_bt.sandbox.cgroups import CgroupSet
+from jianmu_bt.sandbox.isolation import can_read, count_user_tasks
+from jianmu_bt.sandbox.limits import SandboxLimits, format_size, limit_error, sandbox_error
+from jianmu_bt.sandbox.plan import IsolationPlan, IsolationReport, import_roots
+from jianmu_bt.sandbox.process import ReplyTooLarge, WorkerGone, WorkerProcess
+from jianmu_bt.sandbox.runner import RunnableTool
+from jianmu_bt.sandbox.toolspec import ToolNotPortableError, describe_tool
+from jianmu_bt.sandbox.worker import BOOTSTRAP
+
+logger = logging.getLogger(__name__)
+
+#: Environment variables passed through by default; everything else is dropped.
+DEFAULT_ENV_ALLOW: tuple[str, ...] = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM")
+#: Tasks the worker itself needs (its main thread and a few helper threads) on top of the limit.
+WORKER_TASKS = 8
+_PER_CALL_LIMITS = ("cpu_seconds", "max_output_bytes", "memory_bytes", "max_file_bytes")
+
+
+class _Holder:
+    """What the finaliser needs without keeping the sandbox alive."""
+
+    def __init__(self) -> None:
+        self.worker: WorkerProcess | None = None
+        self.workspace_owned: str | None = None
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.kill()
+            self.worker = None
+        if self.workspace_owned:
+            shutil.rmtree(self.workspace_owned, ignore_errors=True)
+            self.workspace_owned = None
+
+
+class LocalSandbox:
+    """A ToolRunner that runs every call in a sandboxed child process (see the module doc).
+
+    Args:
+        limits: a SandboxLimits (or a dict of its fields); defaults apply otherwise.
+        workspace: the child's working directory; a private temporary one when None (removed
+            by `aclose`). A given directory is made writable for the sandbox user, not emptied.
+        warm: keep one long-lived worker for many calls instead of one process per call.
+        network: False runs the child in a new network namespace with no interfaces.
+        user: the user the child runs as: "auto" (nobody when we are root, else ourselves), a
+            name or uid (root only), or None to keep the current user.
+        env: extra environment variables for the child (values given here are visible to it).
+        env_allow: names of this process's variables passed through (secrets never should be).
+        tmp_size: size of the private /tmp, /var/tmp and /dev/shm (when we are root).
+        start_timeout: seconds a worker may take to start, on top of each call's timeout.
+        python: the interpreter for the child; this one by default.
+    """
+
+    def __init__(
+        self,
+        limits: SandboxLimits | Mapping[str, Any] | None = None,
+        *,
+        workspace: str | os.PathLike[str] | None = None,
+        warm: bool = False,
+        network: bool = True,
+        user: str | int | None = "auto",
+        env: Mapping[str, str] | None = None,
+        env_allow: Iterable[str] = DEFAULT_ENV_ALLOW,
+        tmp_size: str = "64m",
+        start_timeout: float = 30.0,
+        python: str | None = None,
+    ) -> None:
+        self.limits = limits if isinstance(limits, SandboxLimits) else SandboxLimits(**limits or {})
+        self.id = uuid.uuid4().hex[:12]
+        self.warm = warm
+        self.network = network
+        self.plan = IsolationPlan.for_machine(user, network)
+        self.python = python or sys.executable
+        self.tmp_size = tmp_size
+        self.start_timeout = start_timeout
+        self._holder = _Holder()
+        self._finalizer = weakref.finalize(self, _Holder.close, self._holder)
+        if workspace is None:
+            self.workspace = tempfile.mkdtemp(prefix="jianmu-ws-")
+            self._holder.workspace_owned = self.workspace
+        else:
+            self.workspace = os.path.realpath(workspace)
+            os.makedirs(self.workspace, exist_ok=True)
+        if self.plan.user is not None:
+            os.chown(self.workspace, self.plan.user[0], self.plan.user[1])
+        self._env = self._child_env(env or {}, env_allow)
+        self._lock = anyio.Lock()
+        self._ids = itertools.count(1)
+        self._specs: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+        self._report: IsolationReport | None = None
+        self._warned = False
+
+    # -- public API -------------------------------------------------------------------------
+
+    async def run(self, tool: RunnableTool, args: Any) -> Any:
+        """Run `tool` with `args` in a sandboxed worker; returns the raw result or an error."""
+        try:
+            spec = self._spec(tool)
+            json.dumps(args)
+        except ToolNotPortableError as exc:
+            return sandbox_error(str(exc))
+        except (TypeError, ValueError) as exc:
+            return sandbox_error(f"the arguments of '{tool.name}' are not JSON: {exc}")
+        limits = self.limits.tightened(getattr(tool, "sandbox_limits", None))
+        if not self.warm:
+            worker = await self._start_worker(limits, warm=False)
+            if isinstance(worker, dict):
+                return worker
+            try:
+                return await self._call(worker, spec, args, limits)
+            finally:
+                worker.kill()
+        async with self._lock:
+            worker = self._holder.worker
+            if worker is None or not worker.alive:
+                worker = await self._start_worker(self.limits, warm=True)
+                if isinstance(worker, dict):
+                    return worker
+                self._holder.worker = worker
+            try:
+                return await self._call(worker, spec, args, limits)
+            finally:
+                if not worker.alive:
+                    worker.kill()
+                    self._holder.worker = None
+
+    async def start(self) -> IsolationReport:
+        """Start the warm worker now (instead of on the first call); returns the isolation report.
+
+        Raises RuntimeError when the worker cannot start.
+        """
+        async with self._lock:
+            if self._holder.worker is None or not self._holder.worker.alive:
+                worker = await self._start_worker(self.limits, warm=self.warm)
+                if isinstance(worker, dict):
+                    raise RuntimeError(worker["error"])
+                if not self.warm:
+                    worker.kill()
+                    return self.isolation
+                self._holder.worker = worker
+        return self.isolation
+
+    @property
+    def isolation(self) -> IsolationReport:
+        """What this sandbox isolates here (what was planned, until a worker has started)."""
+        if self._report is None:
+            planned = {"network": "isolated" if not self.network else None}
+            if self.plan.user:
+                planned.update(user=self.plan.user[0], mount=[], cgroup=True)
+            return IsolationReport.build(self.plan, planned, None)
+        return self._report
+
+    @property
+    def worker_pid(self) -> int | None:
+        """The pid of the warm worker, when one is running."""
+        worker = self._holder.worker
+        return worker.pid if worker is not None and worker.alive else None
+
+    async def aclose(self) -> None:
+        """Kill the warm worker and everything it started; remove a temporary workspace."""
+        async with self._lock:
+            self._holder.close()
+
+    async def __aenter__(self) -> LocalSandbox:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        mode = "warm" if self.warm else "cold"
+        return f"LocalSandbox({mode}, workspace={self.workspace!r}, limits={self.limits!r})"
+
+    # -- workers ----------------------------------------------------------------------------
+
+    def _spec(self, tool: Any) -> dict[str, Any]:
+        try:
+            spec = self._specs.get(tool)
+        except TypeError:
+            spec = None
+        if spec is None:
+            spec = describe_tool(tool)
+            with contextlib.suppress(TypeError):  # a tool that cannot be weakly referenced
+                self._specs[tool] = spec
+        return spec
+
+    def _child_env(self, extra: Mapping[str, str], allow: Iterable[str]) -> dict[str, str]:
+        path = [
+            os.path.dirname(os.path.realpath(self.python)),
+            "/usr/local/bin",
+            "/usr/bin",
+            "/bin",
+        ]
+        env = {name: os.environ[name] for name in allow if name in os.environ}
+        env.update(
+            PATH=":".join(dict.fromkeys(path)),
+            HOME=self.workspace,
+            TMPDIR="/tmp" if self.plan.private_mounts else self.workspace,
+            PYTHONDONTWRITEBYTECODE="1",
+        )
+        env.update({str(k): str(v) for k, v in extra.items()})
+        return env
+
+    def _config(self, limits: SandboxLimits, warm: bool, cgroup: CgroupSet | None) -> dict:
+        plan = self.plan
+        nproc = None
+        if cgroup is None and limits.max_processes and (plan.user or not plan.as_root):
+            uid = plan.user[0] if plan.user else os.geteuid()
+            nproc = count_user_tasks(uid) + limits.max_processes + WORKER_TASKS
+        mount = None
+        if plan.private_mounts:
+            uid, gid = plan.user[0], plan.user[1]  # private mounts imply a sandbox user
+
+            def readable(path: str) -> bool:
+                return can_read(path, uid, {gid})
+
+            keep = [self.workspace, *import_roots(readable)]
+            mount = {"keep": keep, "tmp_size": self.tmp_size}
+        return {
+            "limits": limits.model_dump(),
+            "warm": warm,
+            "cgroup_procs": cgroup.procs_files if cgroup else [],
+            "network": self.network,
+            "mount": mount,
+            "user": {"uid": plan.user[0], "gid": plan.user[1]} if plan.user else None,
+            "nproc": nproc,
+            "workspace": self.workspace,
+            "parent_pid": os.getpid(),
+        }
+
+    async def _start_worker(self, limits: SandboxLimits, warm: bool) -> WorkerProcess | dict:
+        pids_max = limits.max_processes + WORKER_TASKS if limits.max_processes else None
+        cgroup, reason = CgroupSet.create(pids_max, limits.memory_bytes, tag=self.id)
+        argv = [self.python, "-I", "-B", "-c", BOOTSTRAP, json.dumps(sys.path)]
+        try:
+            worker = WorkerProcess(argv, self._env, self._config(limits, warm, cgroup), cgroup)
+        except OSError as exc:
+            return sandbox_error(f"cannot start the worker {self.python!r}: {exc}")
+        try:
+            with anyio.fail_after(self.start_timeout):
+                ready = await worker.start()
+        except (RuntimeError, TimeoutError) as exc:
+            worker.kill()
+            return sandbox_error(str(exc) or f"the worker did not start in {self.start_timeout}s")
+        except BaseException:
+            worker.kill()
+            raise
+        self._report = IsolationReport.build(self.plan, ready.get("applied", {}), reason or None)
+        if self._report.warnings and not self._warned:
+            self._warned = True
+            logger.warning("LocalSandbox isolation on this machine:\n%s", self._report.describe())
+        return worker
+
+    async def _call(
+        self, worker: WorkerProcess, spec: dict[str, Any], args: Any, limits: SandboxLimits
+    ) -> Any:
+        per_call = {k: getattr(limits, k) for k in _PER_CALL_LIMITS}
+        request = {"id": next(self._ids), "tool": spec, "args": args, "limits": per_call}
+        before = worker.hits()
+        try:
+            with anyio.fail_after(limits.timeout):
+                reply = await worker.request(request, limits.max_output_bytes + (1 << 16))
+        except TimeoutError:
+            worker.kill()
+            detail = f"the call ran longer than {limits.timeout:g} s and was killed"
+            return self._with_hits(limit_error("timeout", detail), worker, before, limits)
+        except ReplyTooLarge:
+            worker.kill()
+            cap = limits.max_output_bytes
+            return limit_error("output", f"the result is over the {cap:,}-byte limit")
+        except WorkerGone:
+            worker.kill()
+            return self._died(worker, before, limits)
+        except BaseException:  # cancelled: nothing may outlive the call
+            worker.kill()
+            raise
+        raw = self._with_hits(reply.get("raw"), worker, before, limits)
+        if reply.get("restart") or raw is not reply.get("raw"):
+            worker.kill()
+        else:
+            worker.sweep()
+        return raw
+
+    def _with_hits(
+        self, raw: Any, worker: WorkerProcess, before: dict, limits: SandboxLimits
+    ) -> Any:
+        """`raw`, or a limit error when the cgroup saw the process or memory limit reached."""
+        after = worker.hits()
+        said = raw.get("error") if isinstance(raw, dict) else None
+        suffix = f" ({said})" if said else ""
+        if after.get("memory", 0) > before.get("memory", 0) and not _names_limit(raw, "memory"):
+            size = format_size(limits.memory_bytes or 0)
+            return limit_error("memory", f"the call's processes reached {size}{suffix}")
+        if after.get("processes", 0) > before.get("processes", 0):
+            if _names_limit(raw, "processes"):
+                return raw
+            detail = f"the call tried to run more than {limits.max_processes} processes{suffix}"
+            return limit_error("processes", detail)
+        return raw
+
+    def _died(self, worker: WorkerProcess, before: dict, limits: SandboxLimits) -> Any:
+        sig = worker.exit_signal()
+        cpu = limits.cpu_seconds
+        if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu and worker.cpu_used >= cpu):
+            return limit_error("cpu", f"the call used more than {cpu} s of CPU time")
+        if sig == signal.SIGXFSZ:
+            return limit_error("files", "a file grew past the size limit")
+        died = (
+            f"signal {signal.Signals(sig).name}" if sig else f"exit status {worker.proc.returncode}"
+        )
+        raw = sandbox_error(f"the worker died unexpectedly ({died})")
+        return self._with_hits(raw, worker, before, limits)
+
+
+def _names_limit(raw: Any, limit: str) -> bool:
+    return isinstance(raw, dict) and raw.get("limit") == limit
