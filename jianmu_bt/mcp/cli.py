@@ -1,0 +1,171 @@
+"""`python -m jianmu_bt.mcp serve`: serve built-in or Python tools as an MCP server.
+
+```
+python -m jianmu_bt.mcp serve --tools calculator,my.module:my_tool --transport stdio
+python -m jianmu_bt.mcp serve --tools my.module:tools --transport http --host 127.0.0.1 --port 8000
+```
+
+A tool spec is a built-in name or alias (`calculator`, `web_search`) or `module:attr`, where the
+attribute is a Tool, a Tool subclass, a plain function (wrapped with `@tool`), a ToolSet or a list
+of these. `add_serve_arguments` and `serve_from_args` let another command line (`jianmu mcp serve`)
+offer the same options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import anyio
+
+from jianmu_bt.mcp.errors import MCPUnavailableError
+from jianmu_bt.mcp.server import DEFAULT_HOST, DEFAULT_NAME, DEFAULT_PATH, DEFAULT_PORT, announce
+from jianmu_bt.mcp.server import serve as serve_toolset
+from jianmu_bt.tools.base import Tool
+from jianmu_bt.tools.function_tool import FunctionTool
+from jianmu_bt.tools.registry import (
+    BuiltinToolProvider,
+    ToolUnavailableError,
+    UnknownToolError,
+)
+from jianmu_bt.tools.toolset import ToolSet
+
+
+class ToolSpecError(ValueError):
+    """A `--tools` entry that cannot be loaded; the message names the entry."""
+
+
+def split_tool_specs(values: Iterable[str]) -> list[str]:
+    """Comma-separated `--tools` values (the option may repeat) as one list of specs."""
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+def _tools_from_object(spec: str, value: Any) -> list[Tool]:
+    if isinstance(value, Tool):
+        return [value]
+    if isinstance(value, ToolSet):
+        return value.tools
+    if isinstance(value, type) and issubclass(value, Tool):
+        try:
+            return [value()]
+        except TypeError as exc:
+            raise ToolSpecError(f"'{spec}': cannot build {value.__name__}() ({exc})") from exc
+    if callable(value):
+        return [FunctionTool(value)]
+    if isinstance(value, Iterable) and not isinstance(value, (str, bytes)):
+        return [tool for item in value for tool in _tools_from_object(spec, item)]
+    raise ToolSpecError(
+        f"'{spec}' is a {type(value).__name__}, not a Tool, Tool class, function, ToolSet or list"
+    )
+
+
+def load_python_tools(spec: str) -> list[Tool]:
+    """The tools named by a `module:attr` spec (the attribute may be dotted)."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ToolSpecError(f"'{spec}' is not of the form module:attribute")
+    try:
+        value: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ToolSpecError(f"'{spec}': cannot import module '{module_name}': {exc}") from exc
+    for part in attr.split("."):
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            raise ToolSpecError(f"'{spec}': module '{module_name}' has no '{attr}'") from None
+    return _tools_from_object(spec, value)
+
+
+def load_toolset(specs: Sequence[str]) -> ToolSet:
+    """A ToolSet from built-in names and `module:attr` specs, in order; errors name the spec."""
+    builtin_names = [s for s in specs if ":" not in s]
+    custom: list[Tool] = []
+    for spec in specs:
+        if ":" in spec:
+            custom.extend(load_python_tools(spec))
+    try:
+        builtins = ToolSet.resolve(builtin_names) if builtin_names else ToolSet()
+    except UnknownToolError as exc:
+        raise ToolSpecError(str(exc)) from exc
+    missing = [
+        n for n in builtin_names if builtins.get(BuiltinToolProvider.canonical_name(n)) is None
+    ]
+    if missing:
+        raise ToolSpecError(
+            f"built-in tool {', '.join(map(repr, missing))} is not available here "
+            "(see the log above for why)"
+        )
+    return builtins.merge(custom)
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the `serve` options to `parser` (used by `jianmu mcp serve` too)."""
+    parser.add_argument(
+        "--tools",
+        action="append",
+        default=[],
+        metavar="SPEC[,SPEC...]",
+        help="built-in tool names and/or module:attr specs, comma-separated (repeatable)",
+    )
+    parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    parser.add_argument("--host", default=DEFAULT_HOST, help="HTTP host (default %(default)s)")
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help="HTTP port, 0 for any (default %(default)s)"
+    )
+    parser.add_argument("--path", default=DEFAULT_PATH, help="HTTP path (default %(default)s)")
+    parser.add_argument("--name", default=DEFAULT_NAME, help="server name sent to clients")
+    parser.add_argument("--timeout", type=float, default=None, help="seconds per tool call")
+
+
+async def serve_from_args(args: argparse.Namespace, toolset: ToolSet | None = None) -> None:
+    """Serve what the parsed `serve` options describe, or `toolset` when one is given (for
+    example the tools of a YAML tree; `--tools` is then ignored).
+
+    Prints where it listens to stderr once ready (stdout carries MCP over stdio).
+    """
+    if toolset is None:
+        specs = split_tool_specs(args.tools)
+        if not specs:
+            raise ToolSpecError("no tools to serve: pass --tools NAME[,module:attr...]")
+        toolset = load_toolset(specs)
+    if len(toolset) == 0:
+        raise ToolSpecError("no tools to serve: the tool set is empty")
+    await serve_toolset(
+        toolset,
+        transport=args.transport,
+        host=args.host,
+        port=args.port,
+        path=args.path,
+        name=args.name,
+        timeout=args.timeout,
+        on_ready=announce(toolset),
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """`python -m jianmu_bt.mcp` with its one subcommand, `serve`."""
+    parser = argparse.ArgumentParser(
+        prog="python -m jianmu_bt.mcp", description=__doc__.split("\n")[0]
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    add_serve_arguments(commands.add_parser("serve", help="serve tools as an MCP server"))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status (2 for bad options or tools, 1 for other failures)."""
+    args = build_parser().parse_args(argv)
+    try:
+        anyio.run(serve_from_args, args)
+    except (ToolSpecError, ToolUnavailableError, MCPUnavailableError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0

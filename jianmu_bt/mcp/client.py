@@ -1,0 +1,388 @@
+"""MCPClient: one connection to one MCP server over stdio or streamable HTTP, with timeouts.
+
+The official SDK's `mcp.Client` speaks the protocol (version negotiation, the handshake, typed
+results). This class adds what a behaviour tree needs around it:
+
+- every request has a timeout (the SDK has none by default, so a hung server would hang a tree);
+- the connection lives in a background task of its own, so `connect`, calls and `close` may come
+  from different tasks (tree nodes) without breaking anyio's rule that a cancel scope is left in
+  the task that entered it;
+- it notices when a stdio server's process ends, and the next call reconnects once;
+- a stdio server's stderr is captured so that errors can quote its last lines.
+
+The background task needs asyncio (anyio's default backend).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import IO, TYPE_CHECKING, Any
+
+import anyio
+
+from jianmu_bt.mcp.config import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, MCPServerConfig
+from jianmu_bt.mcp.connection import Connection
+from jianmu_bt.mcp.errors import (
+    MCPClientError,
+    MCPConnectionError,
+    MCPTimeoutError,
+    require_mcp,
+)
+
+if TYPE_CHECKING:
+    from mcp_types import CallToolResult, Implementation
+    from mcp_types import Tool as MCPToolSpec
+
+#: Extra seconds past a request's timeout before our own bound cancels it, in case the SDK's
+#: timeout cannot fire (for example a transport stuck before the request was written).
+BACKSTOP_SECONDS = 1.0
+#: Characters of a server's stderr quoted in error messages.
+STDERR_TAIL_CHARS = 1500
+#: Upper bound on `tools/list` pages, so a server that paginates forever cannot hang `list_tools`.
+MAX_LIST_PAGES = 100
+
+# JSON-RPC error codes the SDK uses for its own failures (mcp_types constants).
+_REQUEST_TIMEOUT = -32001
+_CONNECTION_CLOSED = -32000
+
+
+@functools.cache
+def _sdk_error_types() -> tuple[type[Exception], type[Exception]]:
+    """The SDK's MCPError and pydantic's ValidationError, imported once (the SDK is optional)."""
+    from mcp import MCPError
+    from pydantic import ValidationError
+
+    return MCPError, ValidationError
+
+
+class MCPClient:
+    """A client for one MCP server: `connect`, `list_tools`, `call_tool`, `close`.
+
+    Give either `command` (with `args`, `env`, `cwd`) to spawn a server that speaks MCP over
+    stdio, or `url` (with `headers`) for a streamable HTTP endpoint. `timeout` bounds every request;
+    `connect_timeout` bounds starting the server and the handshake. A stdio server's environment is
+    the SDK's minimal safe one (PATH, HOME, ...) plus `env`. A stdio server's stderr goes to
+    `errlog` when given, else to a temporary file that errors quote from.
+
+    When the server goes away, the call in flight fails with MCPConnectionError and the next call
+    reconnects once; if that fails too, it raises MCPConnectionError saying so. `close` ends the
+    connection and the server process; a closed client refuses calls until `connect` is called.
+    Also an async context manager.
+    """
+
+    def __init__(
+        self,
+        *,
+        command: str | None = None,
+        args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        url: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        name: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        mode: str = "auto",
+        errlog: IO[Any] | None = None,
+    ) -> None:
+        config = MCPServerConfig(
+            name=name,
+            command=command,
+            args=list(args),
+            env=dict(env) if env is not None else None,
+            cwd=os.fspath(cwd) if cwd is not None else None,
+            url=url,
+            headers=dict(headers) if headers is not None else None,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+        )
+        self.config = config
+        #: How the protocol version is negotiated: "auto" (the SDK default) or "legacy".
+        self.mode = mode
+        #: Reconnections made after the server went away.
+        self.reconnects = 0
+        self._user_errlog = errlog
+        self._errlog: IO[bytes] | None = None
+        self._conn: Connection | None = None
+        self._server_info: Implementation | None = None
+        self._lock: anyio.Lock | None = None
+        self._closed = False
+
+    @classmethod
+    def from_config(
+        cls,
+        config: MCPServerConfig | Mapping[str, Any],
+        *,
+        mode: str = "auto",
+        errlog: IO[Any] | None = None,
+    ) -> MCPClient:
+        """A client for a validated `MCPServerConfig` (or a mapping of its fields)."""
+        c = MCPServerConfig.coerce(config if isinstance(config, MCPServerConfig) else dict(config))
+        return cls(
+            command=c.command,
+            args=c.args,
+            env=c.env,
+            cwd=c.cwd,
+            url=c.url,
+            headers=c.headers,
+            name=c.name,
+            timeout=c.timeout,
+            connect_timeout=c.connect_timeout,
+            mode=mode,
+            errlog=errlog,
+        )
+
+    # -- identity and state ----------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        """The server's name in messages: the configured name, else the name the server gave
+        on its last connection, else the command's file name or the URL's host."""
+        if self.config.name:
+            return self.config.name
+        if self._server_info is not None and self._server_info.name:
+            return self._server_info.name
+        return self.config.label
+
+    @property
+    def connected(self) -> bool:
+        """True while a connection is open and has not been lost."""
+        return self._conn is not None and self._conn.usable
+
+    @property
+    def server_info(self) -> Implementation | None:
+        """What the server said about itself (name, version) on the last connection."""
+        return self._server_info
+
+    def stderr_tail(self, limit: int = STDERR_TAIL_CHARS) -> str:
+        """The last `limit` characters a stdio server wrote to stderr (when captured)."""
+        if self._errlog is None or self._errlog.closed:
+            return ""
+        fd = self._errlog.fileno()
+        size = os.fstat(fd).st_size
+        # pread leaves the file offset alone: the server process shares it and appends there.
+        data = os.pread(fd, limit * 4, max(0, size - limit * 4))
+        return data.decode("utf-8", errors="replace")[-limit:].strip()
+
+    def stderr_note(self) -> str:
+        """The stderr tail as `; server stderr: ...` when there is one, else an empty string."""
+        tail = self.stderr_tail()
+        return f"; server stderr: {tail}" if tail else ""
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def connect(self) -> None:
+        """Start or reach the server and complete the MCP handshake (no-op when connected)."""
+        self._closed = False
+        await self._live_connection()
+
+    async def close(self) -> None:
+        """End the connection; a stdio server's process is stopped (and killed if it must be)."""
+        self._closed = True
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await conn.shutdown()
+        self._close_errlog()
+
+    def _close_errlog(self) -> None:
+        if self._errlog is not None:
+            self._errlog.close()
+            self._errlog = None
+
+    async def __aenter__(self) -> MCPClient:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    # -- requests --------------------------------------------------------------------------
+
+    async def list_tools(self) -> list[MCPToolSpec]:
+        """Every tool the server offers (all pages), as the SDK's Tool models."""
+        conn = await self._live_connection()
+        assert conn.session is not None
+        from mcp_types import PaginatedRequestParams
+
+        tools: list[MCPToolSpec] = []
+        cursor: str | None = None
+        for _ in range(MAX_LIST_PAGES):
+            params = PaginatedRequestParams(cursor=cursor) if cursor else None
+            page = await self._request(
+                conn, "tools/list", lambda p=params: conn.session.list_tools(params=p), None
+            )
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                return tools
+        raise MCPClientError(
+            f"MCP server '{self.name}' kept paginating tools/list past {MAX_LIST_PAGES} pages"
+        )
+
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any] | None = None, *, timeout: float | None = None
+    ) -> CallToolResult:
+        """Call a tool by its name on the server and return the SDK's CallToolResult.
+
+        A tool's own failure is a result with `is_error` set, not an exception. Faults raise:
+        MCPTimeoutError (no answer within `timeout`, default the client's), MCPConnectionError
+        (server gone, or not restartable), MCPClientError (protocol error such as an unknown
+        tool, or a malformed result).
+        """
+        conn = await self._live_connection()
+        limit = timeout if timeout is not None else self.config.timeout
+        args = dict(arguments) if arguments is not None else None
+        return await self._request(
+            conn,
+            f"tools/call '{name}'",
+            lambda: conn.session.call_tool(name, args, read_timeout_seconds=limit),
+            limit,
+        )
+
+    async def _request(
+        self, conn: Connection, what: str, send: Callable[[], Any], timeout: float | None
+    ) -> Any:
+        """Run one request with a timeout, translating every fault into an MCPClientError."""
+        MCPError, ValidationError = _sdk_error_types()
+        limit = self.config.timeout if timeout is None else timeout
+        try:
+            with anyio.fail_after(limit + BACKSTOP_SECONDS):
+                return await send()
+        except MCPError as exc:
+            if exc.code == _REQUEST_TIMEOUT:
+                raise MCPTimeoutError(
+                    f"MCP server '{self.name}' did not answer {what} within {limit}s"
+                ) from None
+            if exc.code == _CONNECTION_CLOSED:
+                conn.lost = True
+                raise MCPConnectionError(
+                    f"MCP server '{self.name}' closed the connection during {what} (the server "
+                    f"process may have exited){self.stderr_note()}"
+                ) from None
+            raise MCPClientError(
+                f"MCP server '{self.name}' rejected {what}: {exc.message} "
+                f"(JSON-RPC error {exc.code})"
+            ) from None
+        except TimeoutError:
+            raise MCPTimeoutError(
+                f"MCP server '{self.name}' did not answer {what} within {limit}s"
+            ) from None
+        except ValidationError as exc:
+            first = exc.errors()[0] if exc.errors() else {}
+            where = ".".join(str(p) for p in first.get("loc", ()))
+            raise MCPClientError(
+                f"MCP server '{self.name}' returned a malformed result for {what}: "
+                f"{where or 'result'}: {first.get('msg', exc)}"
+            ) from None
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            conn.lost = True
+            raise MCPConnectionError(
+                f"lost the connection to MCP server '{self.name}' during {what}: "
+                f"{type(exc).__name__}: {exc}{self.stderr_note()}"
+            ) from None
+        except Exception as exc:
+            raise MCPClientError(
+                f"MCP server '{self.name}' failed {what}: {type(exc).__name__}: {exc}"
+            ) from None
+
+    # -- connection management -------------------------------------------------------------
+
+    async def _live_connection(self) -> Connection:
+        conn = self._conn
+        if conn is not None and conn.usable:
+            return conn
+        if self._closed:
+            raise MCPConnectionError(
+                f"the client for MCP server '{self.name}' is closed; call connect() to reopen it"
+            )
+        if self._lock is None:
+            self._lock = anyio.Lock()
+        async with self._lock:
+            conn = self._conn
+            if conn is not None and conn.usable:
+                return conn
+            reconnecting = conn is not None
+            if conn is not None:
+                self._conn = None
+                await conn.shutdown()
+            require_mcp()
+            fresh = Connection(self)
+            try:
+                await fresh.open(self.config.connect_timeout)
+            except MCPClientError as exc:
+                self._close_errlog()  # its tail is in the message; the next attempt starts afresh
+                if reconnecting:
+                    raise MCPConnectionError(
+                        f"MCP server '{self.name}' went away and could not be restarted: {exc}"
+                    ) from exc
+                raise
+            self._conn = fresh
+            self._server_info = fresh.server_info
+            self.reconnects += reconnecting
+            return fresh
+
+    def make_transport(self) -> Any:
+        """The SDK transport (an async context manager yielding the stream pair) for the config."""
+        config = self.config
+        if config.command is not None:
+            from mcp.client.stdio import StdioServerParameters, stdio_client
+
+            params = StdioServerParameters(
+                command=config.command, args=list(config.args), env=config.env, cwd=config.cwd
+            )
+            return stdio_client(params, errlog=self._server_errlog())
+        return self._http_transport()
+
+    @asynccontextmanager
+    async def _http_transport(self) -> AsyncIterator[Any]:
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        config = self.config
+        # Read stays long: a streamed response may stay open for a whole tool call; every
+        # request is bounded by its own timeout anyway.
+        timeout = httpx2.Timeout(config.connect_timeout, read=max(300.0, config.timeout * 2))
+        async with (
+            httpx2.AsyncClient(headers=config.headers or None, timeout=timeout) as http,
+            streamable_http_client(str(config.url), http_client=http) as streams,
+        ):
+            yield streams
+
+    def _server_errlog(self) -> IO[Any]:
+        if self._user_errlog is not None:
+            return self._user_errlog
+        if self._errlog is None or self._errlog.closed:
+            # Kept open across reconnects (closed by `close`), so no context manager.
+            self._errlog = tempfile.TemporaryFile(prefix="jianmu-mcp-stderr-")  # noqa: SIM115
+        return self._errlog
+
+    def connect_error(self, exc: BaseException) -> MCPClientError:
+        """A clear MCPClientError for a failure while connecting."""
+        where = f"MCP server '{self.name}' ({self.config.describe()})"
+        if isinstance(exc, MCPClientError):
+            return exc
+        if isinstance(exc, FileNotFoundError):
+            return MCPConnectionError(f"cannot start {where}: command not found")
+        if isinstance(exc, PermissionError):
+            return MCPConnectionError(f"cannot start {where}: permission denied")
+        code = getattr(exc, "code", None)
+        if code == _CONNECTION_CLOSED:
+            return MCPConnectionError(
+                f"{where} closed the connection before the MCP handshake finished (did the "
+                f"server process exit?){self.stderr_note()}"
+            )
+        if code == _REQUEST_TIMEOUT:
+            return MCPTimeoutError(
+                f"{where} did not answer the MCP handshake in time{self.stderr_note()}"
+            )
+        return MCPConnectionError(
+            f"cannot connect to {where}: {type(exc).__name__}: {exc}{self.stderr_note()}"
+        )
+
+    def __repr__(self) -> str:
+        state = "connected" if self.connected else "closed" if self._closed else "not connected"
+        return f"<MCPClient {self.name!r} {self.config.transport} {state}>"

@@ -1,0 +1,91 @@
+"""MCPServerConfig: how to reach one MCP server (the `mcp:` entry of a YAML `tools` list).
+
+```yaml
+tools:
+  - mcp: {command: mcp-server-time, args: [--local-timezone, UTC], prefix: time}
+  - mcp: {url: "http://127.0.0.1:8000/mcp", headers: {Authorization: "Bearer ..."}}
+```
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_CONNECT_TIMEOUT = 30.0
+
+
+class MCPServerConfig(BaseModel):
+    """One MCP server: a command to spawn (stdio) or a URL (streamable HTTP), plus options.
+
+    | field             | meaning                                                               |
+    |-------------------|-----------------------------------------------------------------------|
+    | `name`            | the server's name in messages and clash errors (default: derived)     |
+    | `command`, `args` | the program that runs the server over stdio                           |
+    | `env`, `cwd`      | extra environment (over a minimal safe one) and working directory     |
+    | `url`, `headers`  | a streamable HTTP endpoint and the headers to send with every request |
+    | `prefix`          | prepended to each tool name as `prefix_name`, to avoid clashes        |
+    | `include`         | only these server tools (by their name on the server)                 |
+    | `timeout`         | seconds one request (list, call) may take                             |
+    | `connect_timeout` | seconds starting the server and the handshake may take                |
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str | None = None
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] | None = None
+    prefix: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]+$")
+    include: list[str] | None = None
+    timeout: float = Field(default=DEFAULT_TIMEOUT, gt=0)
+    connect_timeout: float = Field(default=DEFAULT_CONNECT_TIMEOUT, gt=0)
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> MCPServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("an MCP server needs exactly one of `command` (stdio) or `url` (HTTP)")
+        if self.command is not None:
+            if not self.command.strip():
+                raise ValueError("`command` is empty")
+            if self.headers:
+                raise ValueError("`headers` apply to an HTTP server (`url`), not to `command`")
+        if self.url is not None:
+            parts = urlsplit(self.url)
+            if parts.scheme not in ("http", "https") or not parts.netloc:
+                raise ValueError(f"`url` must be an http(s) URL, got {self.url!r}")
+            if self.args or self.env or self.cwd:
+                raise ValueError("`args`, `env` and `cwd` apply to `command`, not to an HTTP `url`")
+        return self
+
+    @property
+    def transport(self) -> Literal["stdio", "http"]:
+        """`stdio` for a command, `http` for a URL."""
+        return "stdio" if self.command is not None else "http"
+
+    @property
+    def label(self) -> str:
+        """The name used in messages: `name`, else the command's file name, else the URL's host."""
+        if self.name:
+            return self.name
+        if self.command is not None:
+            return os.path.basename(self.command)
+        return urlsplit(self.url or "").netloc
+
+    def describe(self) -> str:
+        """The command line or URL, for error messages."""
+        if self.command is not None:
+            return " ".join([self.command, *self.args])
+        return str(self.url)
+
+    @classmethod
+    def coerce(cls, value: MCPServerConfig | dict[str, Any]) -> MCPServerConfig:
+        """A config from a config or a mapping (validated)."""
+        return value if isinstance(value, cls) else cls.model_validate(value)

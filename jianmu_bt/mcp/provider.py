@@ -1,0 +1,210 @@
+"""MCPToolProvider: an MCP server's tools as jianmu_bt Tools; MCPTool; clash-checked merging.
+
+```python
+provider = MCPToolProvider(command="mcp-server-time", args=["--local-timezone", "UTC"],
+                           prefix="time")
+await provider.initialize()                     # starts the server, lists its tools
+tools = ToolSet.from_tools(merge_providers_tools([provider, other]))   # a clash is an error
+print(await tools.call("time_get_current_time", {"timezone": "UTC"}))
+await provider.close()                          # ends the server process
+```
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from jianmu_bt.mcp.annotations import effect_tags_from_annotations, parallel_safe_from_annotations
+from jianmu_bt.mcp.client import MCPClient
+from jianmu_bt.mcp.config import MCPServerConfig
+from jianmu_bt.mcp.errors import MCPClientError, ToolNameClashError
+from jianmu_bt.mcp.results import call_result_to_tool_result
+from jianmu_bt.tools.base import Tool, normalize_parameters
+from jianmu_bt.tools.calls import ToolResult
+from jianmu_bt.tools.providers import BaseToolProvider, ToolProvider
+
+_INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def local_tool_name(remote_name: str, prefix: str | None = None) -> str:
+    """The name a server tool gets here: `prefix_name`, with characters that function-calling
+    APIs reject (anything but letters, digits, `_` and `-`) replaced by `_`."""
+    name = f"{prefix}_{remote_name}" if prefix else remote_name
+    return _INVALID_NAME_CHARS.sub("_", name)
+
+
+class MCPTool(Tool):
+    """One tool of an MCP server, called through an MCPClient.
+
+    Name (prefixed when the provider has a prefix), description and input schema come from the
+    server's listing; `parallel_safe` and `effect_tags` from its annotations (see
+    `jianmu_bt.mcp.annotations`). `run` returns a ToolResult: the server's `isError` results and
+    every client fault (timeout, lost server, protocol error) are failed results, never exceptions.
+    """
+
+    blocking = False
+
+    def __init__(self, client: MCPClient, spec: Any, *, name: str | None = None) -> None:
+        self.client = client
+        #: The tool's name on the server (what is sent in tools/call).
+        self.remote_name: str = spec.name
+        self.name = name or spec.name
+        self.description = spec.description or f"Tool '{spec.name}' of MCP server '{client.name}'"
+        self.input_schema = normalize_parameters(spec.input_schema)
+        if spec.output_schema:
+            self.output_schema = dict(spec.output_schema)
+        #: The server's annotations as it sent them (None when it sent none).
+        self.annotations = spec.annotations
+        self.parallel_safe = parallel_safe_from_annotations(spec.annotations)
+        self.effect_tags = effect_tags_from_annotations(spec.annotations)
+
+    @property
+    def server_name(self) -> str:
+        """The name of the server this tool belongs to."""
+        return self.client.name
+
+    async def run(self, input: Any) -> ToolResult:
+        """Call the tool on the server; always a ToolResult."""
+        try:
+            result = await self.client.call_tool(self.remote_name, input)
+        except MCPClientError as exc:
+            return ToolResult.failure(self.name, f"Error: {exc}")
+        return call_result_to_tool_result(self.name, result)
+
+    def __repr__(self) -> str:
+        return f"<MCPTool {self.name!r} of {self.client.name!r}>"
+
+
+class MCPToolProvider(BaseToolProvider):
+    """A ToolProvider backed by one MCP server.
+
+    `initialize` connects (spawning a stdio server) and lists the tools; `get_tools` returns them
+    as MCPTools; `close` ends the connection and the server process. Pass an `MCPClient`, or the
+    client's keyword options (`command`, `args`, `env`, `cwd`, `url`, `headers`, `timeout`,
+    `connect_timeout`). `server_name` names the server in messages and clash errors; `prefix`
+    renames each tool `prefix_name`; `include` keeps only the listed server tools.
+    """
+
+    def __init__(
+        self,
+        client: MCPClient | None = None,
+        *,
+        server_name: str | None = None,
+        prefix: str | None = None,
+        include: Sequence[str] | None = None,
+        **client_options: Any,
+    ) -> None:
+        if client is None:
+            client = MCPClient(name=server_name, **client_options)
+        elif client_options:
+            raise TypeError(
+                f"pass either an MCPClient or client options, not both: {sorted(client_options)}"
+            )
+        if prefix is not None and not re.fullmatch(r"[A-Za-z0-9_-]+", prefix):
+            raise ValueError(f"MCP tool prefix must be letters, digits, '_' or '-', got {prefix!r}")
+        self.client = client
+        self.prefix = prefix
+        self.include = list(include) if include is not None else None
+        self._server_name = server_name
+        self._tools: list[MCPTool] | None = None
+
+    @classmethod
+    def from_config(cls, config: MCPServerConfig | Mapping[str, Any]) -> MCPToolProvider:
+        """A provider for one `mcp:` entry of a YAML `tools` list (validated)."""
+        cfg = MCPServerConfig.coerce(
+            config if isinstance(config, MCPServerConfig) else dict(config)
+        )
+        return cls(
+            MCPClient.from_config(cfg), server_name=cfg.name, prefix=cfg.prefix, include=cfg.include
+        )
+
+    @property
+    def server_name(self) -> str:
+        """The server's name: the one given, else the client's (see `MCPClient.name`)."""
+        return self._server_name or self.client.name
+
+    async def initialize(self) -> None:
+        """Connect and list the server's tools (again, when called again)."""
+        await self.client.connect()
+        specs = await self.client.list_tools()
+        available = [spec.name for spec in specs]
+        if self.include is not None:
+            missing = [n for n in self.include if n not in available]
+            if missing:
+                raise MCPClientError(
+                    f"MCP server '{self.server_name}' has no tool {', '.join(map(repr, missing))} "
+                    f"(from `include`); it offers: {', '.join(available) or 'none'}"
+                )
+            specs = [spec for spec in specs if spec.name in self.include]
+        tools = [
+            MCPTool(self.client, spec, name=local_tool_name(spec.name, self.prefix))
+            for spec in specs
+        ]
+        check_unique_names([(self.label, t) for t in tools])
+        self._tools = tools
+
+    def get_tools(self, **kwargs: Any) -> list[Tool]:
+        """The server's tools; `initialize` must have run."""
+        if self._tools is None:
+            raise RuntimeError(
+                f"MCPToolProvider for MCP server '{self.server_name}' is not initialized: "
+                "await provider.initialize() first"
+            )
+        return list(self._tools)
+
+    async def close(self) -> None:
+        """Close the connection and end the server process. Safe to call more than once."""
+        await self.client.close()
+
+    @property
+    def label(self) -> str:
+        """How this provider is named in clash errors."""
+        return f"MCP server '{self.server_name}'"
+
+    def __repr__(self) -> str:
+        return f"<MCPToolProvider {self.server_name!r} prefix={self.prefix!r}>"
+
+
+def provider_label(provider: Any) -> str:
+    """A provider's name for messages: its `label`, its `server_name`, or its class name."""
+    label = getattr(provider, "label", None)
+    if isinstance(label, str) and label:
+        return label
+    name = getattr(provider, "server_name", None)
+    if isinstance(name, str) and name:
+        return f"MCP server '{name}'"
+    return f"provider {type(provider).__name__}"
+
+
+def check_unique_names(labelled_tools: Iterable[tuple[str, Tool]]) -> None:
+    """Raise ToolNameClashError when two tools share a name (case-insensitively)."""
+    seen: dict[str, str] = {}
+    for label, tool in labelled_tools:
+        key = tool.name.lower()
+        if key in seen:
+            first = seen[key]
+            where = f"both {first} and {label}" if first != label else f"{label} twice"
+            raise ToolNameClashError(
+                f"tool name '{tool.name}' is offered by {where}; give the MCP servers a "
+                "`prefix` (for example prefix: time -> time_get_current_time) so each tool "
+                "keeps its own name"
+            )
+        seen[key] = label
+
+
+def merge_providers_tools(
+    providers: Iterable[ToolProvider], *, extra: Iterable[Tool] = (), **kwargs: Any
+) -> list[Tool]:
+    """All tools of initialised providers (plus `extra` tools), refusing same-named tools.
+
+    Unlike `ToolSet.from_providers` (last wins), a clash raises ToolNameClashError naming both
+    sources and the tool: a server's tool must never silently replace another's.
+    """
+    labelled: list[tuple[str, Tool]] = [("a tool given directly", t) for t in extra]
+    for provider in providers:
+        label = provider_label(provider)
+        labelled.extend((label, tool) for tool in provider.get_tools(**kwargs))
+    check_unique_names(labelled)
+    return [tool for _, tool in labelled]

@@ -1,0 +1,72 @@
+"""Helpers for the MCP tests: server commands, our HTTP server as a process, /proc checks."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+PYTHON = sys.executable
+FAULTY_SERVER = str(HERE / "mcp_faulty_server.py")
+#: What our server subprocesses need on their path: the sample tools and the package.
+SERVER_ENV = {"PYTHONPATH": f"{HERE}{os.pathsep}{ROOT}"}
+SAMPLE_TOOLS = "mcp_sample_tools:ALL"
+
+
+def serve_args(*extra: str, tools: str = SAMPLE_TOOLS) -> list[str]:
+    """Arguments for `python -m jianmu_bt.mcp serve` with the sample tools."""
+    return ["-m", "jianmu_bt.mcp", "serve", "--tools", tools, *extra]
+
+
+def descendants() -> set[int]:
+    """Live (non-zombie) descendant processes of this test process, read from /proc."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            parents[int(entry)] = int(fields[1])
+    found, frontier = set(), {os.getpid()}
+    while frontier:
+        frontier = {pid for pid, ppid in parents.items() if ppid in frontier} - found
+        found |= frontier
+    return found
+
+
+class HTTPServer:
+    """Our MCP server as a real process on 127.0.0.1 (port chosen by the OS)."""
+
+    def __init__(self, *extra: str, tools: str = SAMPLE_TOOLS) -> None:
+        self.proc = subprocess.Popen(
+            [PYTHON, *serve_args("--transport", "http", "--port", "0", *extra, tools=tools)],
+            env={**os.environ, **SERVER_ENV},
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stderr is not None
+        line = self.proc.stderr.readline()  # printed once the socket listens
+        found = re.search(r"(http://\S+)", line)
+        if not found:
+            self.stop()
+            raise RuntimeError(f"the MCP server did not start: {line}")
+        self.url = found.group(1)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()
