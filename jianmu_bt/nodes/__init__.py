@@ -2,7 +2,9 @@
 
 from jianmu_bt.nodes.agent import AddMessage, AgentLoop, react_agent
 from jianmu_bt.nodes.calling import RetryPolicy, run_tool_call, tool_message
+from jianmu_bt.nodes.condition import Condition, ExpressionError, SafeExpression
 from jianmu_bt.nodes.llm_node import AgentLLMNode
+from jianmu_bt.nodes.set_values import SetValues
 from jianmu_bt.nodes.tool_executor import ToolExecutor
 from jianmu_bt.nodes.tool_node import ToolNode
 
@@ -10,7 +12,11 @@ __all__ = [
     "AddMessage",
     "AgentLLMNode",
     "AgentLoop",
+    "Condition",
+    "ExpressionError",
     "RetryPolicy",
+    "SafeExpression",
+    "SetValues",
     "ToolExecutor",
     "ToolNode",
     "react_agent",

@@ -54,7 +54,8 @@ class TreeRunner:
     `services` are handed to the nodes through their RunContext (for example `guard`, `llm`).
     `max_ticks` bounds the total number of ticks of a run, `max_ticks_per_second` the rate;
     `idle_interval` (seconds, None = never) ticks an idle tree anyway, for plain py_trees behaviours
-    that poll something outside the run.
+    that poll something outside the run. When a tick changed nothing and no work is in flight,
+    nothing could wake the runner, so it ticks again after `stall_interval` seconds.
     """
 
     def __init__(
@@ -67,6 +68,7 @@ class TreeRunner:
         max_ticks: int | None = None,
         max_ticks_per_second: float = 1000.0,
         idle_interval: float | None = None,
+        stall_interval: float = 0.02,
         run_id: str | None = None,
     ) -> None:
         self.root = root
@@ -75,6 +77,7 @@ class TreeRunner:
         self.max_ticks = max_ticks
         self.min_tick_gap = 1.0 / max_ticks_per_second if max_ticks_per_second else 0.0
         self.idle_interval = idle_interval
+        self.stall_interval = stall_interval
         self.tick_count = 0
         self.nodes = list(root.iterate())
         for node in self.nodes:
@@ -178,7 +181,12 @@ class TreeRunner:
             if self._changed:
                 await anyio.lowlevel.checkpoint()  # let newly spawned work start
                 continue
-            with anyio.move_on_after(self._seconds_to_next_deadline()):
+            wait = self._seconds_to_next_deadline()
+            if self.context.in_flight == 0:
+                # Nothing can wake us (no work in flight): a decorator's own counter may still be
+                # moving (a Repeat over a OneShot), so look again soon rather than wait forever.
+                wait = self.stall_interval if wait is None else min(wait, self.stall_interval)
+            with anyio.move_on_after(wait):
                 await self._wake_event.wait()
 
     # -- running ---------------------------------------------------------------------------
@@ -219,7 +227,7 @@ class TreeRunner:
             status=status,
             state=self.state.get(),
             ticks=self.tick_count,
-            reason=self._error or self._failure_reason(final),
+            reason=self._error or (self._failure_reason(final) if status != Status.SUCCESS else ""),
             run_id=self.context.run_id,
             duration=time.monotonic() - started,
             node_statuses=final,
@@ -243,12 +251,24 @@ class TreeRunner:
 
         The first call starts a background event loop for the run's tasks; `close()` stops it.
         """
+        return self.background_loop().call(self._tick_once)
+
+    @property
+    def has_background_loop(self) -> bool:
+        """True while the event loop that `tick()` started is running."""
+        return self._portal is not None
+
+    def background_loop(self) -> Any:
+        """The blocking portal of the event loop step-by-step ticks use, started on first use.
+
+        Work that must live in the same loop as the nodes' tasks (opening a provider before the
+        first tick, for example) runs there with `background_loop().call(fn)`.
+        """
         if self._portal is None:
             self._portal_cm = anyio.from_thread.start_blocking_portal()
             self._portal = self._portal_cm.__enter__()
             self._portal.start_task(self._host)
-        status = self._portal.call(self._tick_once)
-        return status
+        return self._portal
 
     async def _host(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         # Holds the task group that step-by-step ticks spawn node work into.

@@ -263,3 +263,22 @@ def test_unbound_async_node_fails_clearly_under_a_bare_py_trees_tick():
     node.tick_once()
     assert node.status == Status.FAILURE
     assert "TreeRunner" in node.feedback_message
+
+
+def test_repeat_over_oneshot_does_not_stall():
+    child = py_trees.decorators.OneShot(
+        "once",
+        py_trees.behaviours.Success("ok"),
+        policy=py_trees.common.OneShotPolicy.ON_SUCCESSFUL_COMPLETION,
+    )
+    root = py_trees.decorators.Repeat("thrice", child, num_success=3)
+    result = TreeRunner(root, StateManager(Counter)).run(timeout=10)
+    assert result.status == Status.SUCCESS
+
+
+def test_success_has_no_failure_reason_even_if_a_branch_failed():
+    root = py_trees.composites.Selector(
+        "pick", memory=True, children=[Sleep("fails", 0.01, result=False), Sleep("ok", 0.01)]
+    )
+    result = run(root)
+    assert result.status == Status.SUCCESS and result.reason == ""

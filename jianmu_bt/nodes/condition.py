@@ -1,0 +1,367 @@
+"""Condition: a node that succeeds when a safe expression over the run's state is true.
+
+The expression language is a small, allow-listed part of Python's expression syntax, evaluated
+by walking the AST — never `eval`:
+
+| allowed | examples |
+|---|---|
+| names (state fields), literals, lists, tuples, dicts | `total`, `"done"`, `[1, 2]`, `None` |
+| comparisons, chains, `is`, `is not`, `in` | `0 < n <= 10`, `x is not None`, `"a" in tags` |
+| `and`, `or`, `not`, `a if c else b` | `ready and not failed` |
+| arithmetic `+ - * / // % **` | `count * 2 + 1` |
+| subscripts and slices | `result["status"]`, `items[0]`, `text[:10]` |
+| functions | `len str int float bool min max abs round sum any all` |
+
+Everything else — attribute access, other calls, comprehensions, lambdas, f-strings — is refused
+when the expression is built, with the offending part's position. Evaluation is bounded: the
+text's length, the number of AST nodes, the size of numbers (no `9**9**9`), strings and lists
+an expression may build.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from py_trees.common import Status
+
+from jianmu_bt.runtime.async_node import ContextNode
+
+MAX_LENGTH = 2000
+"""Longest expression text, in characters."""
+MAX_NODES = 300
+"""Most AST nodes in one expression."""
+MAX_INT_BITS = 4096
+"""Largest integer an expression may compute (about 1,200 digits)."""
+MAX_SIZE = 100_000
+"""Longest string, list or tuple an expression may build."""
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "len": len,
+    "str": str,
+    "int": int,
+    "float": float,
+    "bool": bool,
+    "min": min,
+    "max": max,
+    "abs": abs,
+    "round": round,
+    "sum": sum,
+    "any": any,
+    "all": all,
+}
+
+_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}
+_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
+    ast.Not: operator.not_,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
+_ALLOWED = (
+    ast.Expression,
+    ast.BoolOp,
+    ast.And,
+    ast.Or,
+    ast.UnaryOp,
+    ast.BinOp,
+    ast.Compare,
+    ast.IfExp,
+    ast.Name,
+    ast.Load,
+    ast.Constant,
+    ast.List,
+    ast.Tuple,
+    ast.Dict,
+    ast.Subscript,
+    ast.Slice,
+    ast.Call,
+    *_COMPARE,
+    *_BINARY,
+    *_UNARY,
+)
+_DESCRIBE = {
+    ast.Attribute: "attribute access ('.')",
+    ast.Lambda: "lambda",
+    ast.ListComp: "comprehensions",
+    ast.SetComp: "comprehensions",
+    ast.DictComp: "comprehensions",
+    ast.GeneratorExp: "comprehensions",
+    ast.JoinedStr: "f-strings",
+    ast.NamedExpr: "':=' assignment",
+    ast.Starred: "'*' unpacking",
+    ast.Await: "await",
+    ast.Set: "set literals",
+}
+
+
+class ExpressionError(ValueError):
+    """An expression that is refused (when built) or fails (when evaluated).
+
+    `offset` is the 0-based character offset of the problem in the text, or -1.
+    """
+
+    def __init__(self, message: str, offset: int = -1) -> None:
+        super().__init__(message)
+        self.message = message
+        self.offset = offset
+
+
+class SafeExpression:
+    """A checked expression: build once (refusals raise ExpressionError), evaluate many times.
+
+    `names` are the state fields it reads (names not in call position).
+    """
+
+    __slots__ = ("_tree", "names", "text")
+
+    def __init__(self, text: str) -> None:
+        if not isinstance(text, str):
+            raise ExpressionError(f"an expression is text, got {type(text).__name__}")
+        if len(text) > MAX_LENGTH:
+            raise ExpressionError(f"the expression is longer than {MAX_LENGTH} characters")
+        if not text.strip():
+            raise ExpressionError("the expression is empty")
+        self.text = text
+        try:
+            self._tree = ast.parse(text.strip(), mode="eval")
+        except SyntaxError as exc:
+            # no offset: the text ended too early, so point at its end
+            offset = (exc.offset - 1) if exc.offset else len(text.strip())
+            offset += len(text) - len(text.lstrip())
+            detail = "" if exc.msg == "invalid syntax" else f" ({exc.msg})"
+            raise ExpressionError(f"invalid syntax{detail}", offset) from None
+        except (RecursionError, MemoryError, ValueError):
+            raise ExpressionError("the expression is nested too deeply or is not text") from None
+        shift = len(text) - len(text.lstrip())
+        self.names = frozenset(_check(self._tree, shift))
+
+    def evaluate(self, lookup: Callable[[str], Any]) -> Any:
+        """The expression's value, names resolved by `lookup(name)`; ExpressionError on failure."""
+        try:
+            return _Evaluator(lookup).visit(self._tree.body)
+        except ExpressionError:
+            raise
+        except (
+            TypeError,
+            ValueError,
+            ArithmeticError,
+            LookupError,
+            RecursionError,
+        ) as exc:
+            raise ExpressionError(f"{type(exc).__name__}: {exc}") from None
+
+    def __repr__(self) -> str:
+        return f"SafeExpression({self.text!r})"
+
+
+def _check(tree: ast.Expression, shift: int) -> set[str]:
+    names: set[str] = set()
+    called: set[int] = set()
+    for count, node in enumerate(ast.walk(tree), start=1):
+        if count > MAX_NODES:
+            raise ExpressionError(f"the expression has more than {MAX_NODES} parts; simplify it")
+        offset = getattr(node, "col_offset", -1)
+        offset = offset + shift if offset >= 0 else -1
+        if not isinstance(node, _ALLOWED):
+            what = _DESCRIBE.get(type(node), type(node).__name__)
+            raise ExpressionError(f"{what} is not allowed in a condition", offset)
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute):
+                raise ExpressionError(
+                    _DESCRIBE[ast.Attribute] + " is not allowed in a condition", offset
+                )
+            if not isinstance(func, ast.Name) or func.id not in FUNCTIONS:
+                shown = func.id if isinstance(func, ast.Name) else ast.unparse(func)
+                raise ExpressionError(
+                    f"'{shown}' cannot be called; allowed functions: {', '.join(FUNCTIONS)}",
+                    offset,
+                )
+            if node.keywords:
+                raise ExpressionError("keyword arguments are not allowed in a condition", offset)
+            called.add(id(func))
+        elif isinstance(node, ast.Constant) and not isinstance(
+            node.value, (str, int, float, bool, type(None))
+        ):
+            raise ExpressionError(f"{type(node.value).__name__} literals are not allowed", offset)
+        elif isinstance(node, ast.Name) and id(node) not in called:
+            names.add(node.id)
+    return names
+
+
+class _Evaluator:
+    """Evaluates a checked AST with size limits."""
+
+    def __init__(self, lookup: Callable[[str], Any]) -> None:
+        self.lookup = lookup
+
+    def visit(self, node: ast.AST) -> Any:
+        method = getattr(self, f"_{type(node).__name__}")
+        return method(node)
+
+    def _Constant(self, node: ast.Constant) -> Any:
+        return node.value
+
+    def _Name(self, node: ast.Name) -> Any:
+        return self.lookup(node.id)
+
+    def _List(self, node: ast.List) -> list[Any]:
+        return [self.visit(item) for item in node.elts]
+
+    def _Tuple(self, node: ast.Tuple) -> tuple[Any, ...]:
+        return tuple(self.visit(item) for item in node.elts)
+
+    def _Dict(self, node: ast.Dict) -> dict[Any, Any]:
+        if any(key is None for key in node.keys):
+            raise ExpressionError("'**' unpacking is not allowed in a condition")
+        return {self.visit(k): self.visit(v) for k, v in zip(node.keys, node.values, strict=True)}  # type: ignore[arg-type]
+
+    def _BoolOp(self, node: ast.BoolOp) -> Any:
+        value: Any = None
+        for item in node.values:
+            value = self.visit(item)
+            if isinstance(node.op, ast.And) and not value:
+                return value
+            if isinstance(node.op, ast.Or) and value:
+                return value
+        return value
+
+    def _UnaryOp(self, node: ast.UnaryOp) -> Any:
+        return _UNARY[type(node.op)](self.visit(node.operand))
+
+    def _BinOp(self, node: ast.BinOp) -> Any:
+        left, right = self.visit(node.left), self.visit(node.right)
+        op = type(node.op)
+        _check_size(op, left, right)
+        return _bounded(_BINARY[op](left, right))
+
+    def _Compare(self, node: ast.Compare) -> bool:
+        left = self.visit(node.left)
+        for op, comparator in zip(node.ops, node.comparators, strict=True):
+            right = self.visit(comparator)
+            if not _COMPARE[type(op)](left, right):
+                return False
+            left = right
+        return True
+
+    def _IfExp(self, node: ast.IfExp) -> Any:
+        return self.visit(node.body) if self.visit(node.test) else self.visit(node.orelse)
+
+    def _Subscript(self, node: ast.Subscript) -> Any:
+        value = self.visit(node.value)
+        if not isinstance(value, (str, list, tuple, dict)):
+            raise ExpressionError(f"cannot index a {type(value).__name__}")
+        return value[self.visit(node.slice)]
+
+    def _Slice(self, node: ast.Slice) -> slice:
+        parts = (node.lower, node.upper, node.step)
+        return slice(*(None if part is None else self.visit(part) for part in parts))
+
+    def _Call(self, node: ast.Call) -> Any:
+        function = FUNCTIONS[node.func.id]  # type: ignore[attr-defined]
+        args = [self.visit(arg) for arg in node.args]
+        return _bounded(function(*args))
+
+
+def _check_size(op: type[ast.operator], left: Any, right: Any) -> None:
+    """Refuse an operation whose result would be too large, before computing it."""
+    if op is ast.Pow and _is_int(left) and _is_int(right):
+        if right > 0 and abs(left) > 1 and abs(left).bit_length() * right > MAX_INT_BITS:
+            raise ExpressionError(f"{left} ** {right} is too large (limit {MAX_INT_BITS} bits)")
+    elif op is ast.Pow and isinstance(right, (int, float)) and abs(right) > 10_000:
+        raise ExpressionError(f"the exponent {right} is too large")
+    elif op is ast.Mult:
+        sized, count = (left, right) if _is_int(right) else (right, left)
+        if (
+            isinstance(sized, (str, list, tuple))
+            and _is_int(count)
+            and len(sized) * count > MAX_SIZE
+        ):
+            raise ExpressionError(f"the result would be longer than {MAX_SIZE} items")
+        if (
+            _is_int(left)
+            and _is_int(right)
+            and abs(left).bit_length() + abs(right).bit_length() > MAX_INT_BITS
+        ):
+            raise ExpressionError(f"the product is too large (limit {MAX_INT_BITS} bits)")
+
+
+def _bounded(value: Any) -> Any:
+    if _is_int(value) and value.bit_length() > MAX_INT_BITS:
+        raise ExpressionError(f"a number is too large (limit {MAX_INT_BITS} bits)")
+    if isinstance(value, (str, list, tuple)) and len(value) > MAX_SIZE:
+        raise ExpressionError(f"a value is longer than {MAX_SIZE} items")
+    return value
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+class Condition(ContextNode):
+    """SUCCESS when `check` (a safe expression over state fields) is true, FAILURE when false.
+
+    A failing evaluation (a missing field, `None > 3`) is FAILURE with the reason in
+    `feedback_message`. `rename` maps names in the expression to state fields (subtree remaps).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        check: str | SafeExpression,
+        *,
+        rename: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(name=name)
+        self.expression = check if isinstance(check, SafeExpression) else SafeExpression(check)
+        self.rename = dict(rename or {})
+
+    @property
+    def reads(self) -> frozenset[str]:
+        """The state fields the expression reads (after `rename`)."""
+        return frozenset(self.rename.get(n, n) for n in self.expression.names)
+
+    def _lookup(self, name: str) -> Any:
+        key = self.rename.get(name, name)
+        state = self.state
+        if key not in state.fields:
+            raise ExpressionError(f"'{key}' is not a state field")
+        return state.read_port(key)
+
+    def update(self) -> Status:
+        """Evaluate now; never raises."""
+        try:
+            value = self.expression.evaluate(self._lookup)
+        except ExpressionError as exc:
+            self.feedback_message = f"cannot evaluate '{self.expression.text}': {exc.message}"
+            return Status.FAILURE
+        except RuntimeError as exc:  # not bound to a run
+            self.feedback_message = str(exc)
+            return Status.FAILURE
+        if value:
+            self.feedback_message = ""
+            return Status.SUCCESS
+        self.feedback_message = f"false: {self.expression.text}"
+        return Status.FAILURE
