@@ -37,7 +37,11 @@ def imports_of(path: Path) -> set[str]:
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name.startswith("jianmu_bt.")}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("jianmu_bt."):
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.module.startswith("jianmu_bt.")
+        ):
             found.add(node.module)
     return found
 

@@ -1,0 +1,50 @@
+"""The YAML tree loader: validated files, located errors, static checks, runnable trees.
+
+```python
+from jianmu_bt.loader import load_tree, validate_source, TreeLoadError
+
+tree = load_tree("trees/quickstart.yaml")      # or YAML text; TreeLoadError lists every problem
+result = tree.run()
+```
+See docs/yaml.md for the format.
+"""
+
+from jianmu_bt.loader.api import format_json_schema, load_tree, validate_source
+from jianmu_bt.loader.diagnostics import Diagnostic, TreeLoadError
+from jianmu_bt.loader.node_info import NodeInfo, node_info
+from jianmu_bt.loader.registry import (
+    NODE_KINDS,
+    NodeIO,
+    NodeKind,
+    NodeProblem,
+    Outcome,
+    _ensure_builtins,
+    get_kind,
+    node_kinds,
+    register_kind,
+)
+from jianmu_bt.loader.session import ProviderStartError
+from jianmu_bt.loader.tree import Tree, TreeInputError
+
+_ensure_builtins()  # NODE_KINDS lists the built-in kinds from the start
+
+__all__ = [
+    "NODE_KINDS",
+    "Diagnostic",
+    "NodeIO",
+    "NodeInfo",
+    "NodeKind",
+    "NodeProblem",
+    "Outcome",
+    "ProviderStartError",
+    "Tree",
+    "TreeInputError",
+    "TreeLoadError",
+    "format_json_schema",
+    "get_kind",
+    "load_tree",
+    "node_info",
+    "node_kinds",
+    "register_kind",
+    "validate_source",
+]

@@ -1,0 +1,281 @@
+"""load_tree, validate_source, format_json_schema: the loader's entry points.
+
+The pipeline, each stage reporting every problem it finds before the loader gives up:
+
+1. read the source (a path, or YAML text) and parse it with positions (`positions`);
+2. validate it against the file model built from the node registry (`units`, `schema_errors`);
+3. expand subtrees into node records (`expand`): include cycles, missing files and trees;
+4. build the state model (`state_model`) and resolve the tools (`tools_config`);
+5. analyse every node's state keys and tools (`analysis`), then run the graph checks (`checks`);
+6. build the py_trees behaviours (`build`) and the Tree (`tree`).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import py_trees
+
+from jianmu_bt.guard import GuardConfigError, GuardEnforcer
+from jianmu_bt.llm import LLMConfigurationError, LLMProvider, provider_from_config
+from jianmu_bt.loader.analysis import analyze
+from jianmu_bt.loader.build import BuildContext, build_behaviours
+from jianmu_bt.loader.checks import check_tree, tree_graph
+from jianmu_bt.loader.diagnostics import TEXT_SOURCE, Diagnostic, TreeLoadError, sort_diagnostics
+from jianmu_bt.loader.expand import Expander, NodeRecord
+from jianmu_bt.loader.registry import models
+from jianmu_bt.loader.session import LoadedRunner, ProviderSession
+from jianmu_bt.loader.state_model import StateInfo, build_state
+from jianmu_bt.loader.tools_config import ToolCatalog, resolve_tools
+from jianmu_bt.loader.tree import Tree
+from jianmu_bt.loader.units import Unit, UnitLoader, display_name
+from jianmu_bt.runtime import StateManager
+from jianmu_bt.tools import Tool, ToolProvider, ToolSet
+
+_MAX_INLINE_PATH = 4096
+
+
+@dataclass
+class _Loaded:
+    """Everything the pipeline produced (parts are None after a fatal error)."""
+
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    unit: Unit | None = None
+    records: dict[str, NodeRecord] = field(default_factory=dict)
+    root_id: str | None = None
+    state: StateInfo | None = None
+    catalog: ToolCatalog | None = None
+    context: BuildContext | None = None
+    root: py_trees.behaviour.Behaviour | None = None
+    llm: LLMProvider | None = None
+    guard: GuardEnforcer | None = None
+
+    @property
+    def failed(self) -> bool:
+        return any(d.is_error for d in self.diagnostics)
+
+
+def _locate_source(source: str | Path, base_dir: Path | None) -> tuple[Path | None, str | None]:
+    """`(path, None)` for a file, `(None, text)` for YAML text."""
+    if isinstance(source, Path):
+        return source, None
+    if not isinstance(source, str):
+        raise TypeError(f"source must be a path or YAML text, got {type(source).__name__}")
+    one_line = (
+        "\n" not in source and len(source) < _MAX_INLINE_PATH and not any(c in source for c in "{[")
+    )
+    if one_line:
+        candidate = Path(source)
+        if base_dir is not None and not candidate.is_absolute():
+            candidate = base_dir / candidate
+        if candidate.is_file() or source.endswith((".yaml", ".yml")):
+            return candidate, None
+    return None, source
+
+
+def _run_pipeline(
+    source: str | Path,
+    *,
+    tools: Iterable[Tool] | ToolSet | None,
+    providers: Iterable[ToolProvider] | None,
+    llm: LLMProvider | None,
+    guard: GuardEnforcer | None,
+    base_dir: Path | None,
+    check: bool,
+) -> _Loaded:
+    out = _Loaded(llm=llm, guard=guard)
+    loader = UnitLoader()
+    path, text = _locate_source(source, base_dir)
+    if path is not None:
+        unit, reason = loader.load_file(path)
+        if reason is not None:
+            name = display_name(path)
+            out.diagnostics.append(Diagnostic(name, 1, 1, "error", reason, "file-error"))
+            return out
+    else:
+        unit = loader.load_text(text or "", TEXT_SOURCE, base_dir or Path.cwd())
+    out.unit = unit
+    if unit is None:
+        out.diagnostics += loader.diagnostics
+        return out
+
+    expander = Expander(unit, loader)
+    out.root_id = expander.expand()
+    out.records = expander.records
+    out.diagnostics += loader.diagnostics + expander.diagnostics
+    out.state, problems = build_state(expander.states, tree_name(unit))
+    out.diagnostics += problems
+    out.catalog, problems = resolve_tools(expander.units, tools, providers)
+    out.diagnostics += problems
+    out.diagnostics += _services(out, unit)
+    if out.root_id is None or out.failed:
+        return out
+    out.diagnostics += analyze(out.records, out.state, out.catalog)
+    if check and not out.failed:
+        out.diagnostics += check_tree(tree_graph(out.records, out.root_id), out.state, out.catalog)
+    out.diagnostics += _llm_needed(out)
+    if out.failed:
+        return out
+    out.context = BuildContext(out.catalog)
+    out.root, problems = build_behaviours(out.records, out.root_id, out.context)
+    out.diagnostics += problems
+    return out
+
+
+def _services(out: _Loaded, unit: Unit) -> list[Diagnostic]:
+    problems = []
+    if out.llm is None and unit.model.llm is not None:
+        try:
+            out.llm = provider_from_config(unit.model.llm)
+        except LLMConfigurationError as exc:
+            line, col = unit.at(("llm",), key=True)
+            problems.append(Diagnostic(unit.file, line, col, "error", str(exc), "llm-config"))
+    if out.guard is None and unit.model.guard is not None:
+        try:
+            out.guard = GuardEnforcer.from_config(unit.model.guard)
+        except GuardConfigError as exc:
+            line, col = unit.at(("guard",), key=True)
+            problems.append(Diagnostic(unit.file, line, col, "error", str(exc), "guard-config"))
+    return problems
+
+
+def _llm_needed(out: _Loaded) -> list[Diagnostic]:
+    if out.llm is not None:
+        return []
+    for record in out.records.values():
+        own = getattr(record.config, "llm", None) if record.kind == "agent" else None
+        if record.kind in ("llm", "agent") and own is None:
+            return [
+                record.diagnostic(
+                    f"'{record.name}' needs an LLM, and the tree has none: add `llm:` to the "
+                    "file (e.g. {provider: scripted, replies: [...]}) or pass llm= to load_tree",
+                    "no-llm",
+                    severity="warning",
+                )
+            ]
+    return []
+
+
+def tree_name(unit: Unit) -> str:
+    """The tree's name: the file's `name`, else the file's stem, else "tree"."""
+    if unit.model.name:
+        return unit.model.name
+    if unit.path is not None:
+        return unit.path.stem
+    return "tree"
+
+
+def load_tree(
+    source: str | Path,
+    *,
+    tools: Iterable[Tool] | ToolSet | None = None,
+    providers: Iterable[ToolProvider] | None = None,
+    llm: LLMProvider | None = None,
+    guard: GuardEnforcer | None = None,
+    base_dir: Path | None = None,
+    check: bool = True,
+) -> Tree:
+    """Load a YAML tree (a file path, or YAML text) into a runnable Tree.
+
+    `tools` are Python tools available by name to the file (beating same-named built-ins);
+    `providers` add tools when the tree starts; `llm` and `guard` replace the file's own.
+    `base_dir` resolves subtree files and `module:attr` imports of YAML text (default: the
+    file's folder, or the working directory for text). `check=False` skips the graph checks.
+    Raises TreeLoadError listing every error (and the warnings) with `file:line:col`.
+    """
+    out = _run_pipeline(
+        source,
+        tools=tools,
+        providers=providers,
+        llm=llm,
+        guard=guard,
+        base_dir=base_dir,
+        check=check,
+    )
+    if out.failed or out.root is None:
+        if not out.failed:  # cannot happen: a pipeline without a root reported why
+            out.diagnostics.append(Diagnostic(TEXT_SOURCE, 1, 1, "error", "no tree built", "x"))
+        raise TreeLoadError(out.diagnostics)
+    assert out.unit is not None and out.state is not None and out.context is not None
+    assert out.catalog is not None
+    state = StateManager(out.state.model)
+    services: dict[str, Any] = {}
+    if out.llm is not None:
+        services["llm"] = out.llm
+    if out.guard is not None:
+        services["guard"] = out.guard
+    owned = list(out.context.owned_llms)
+    if out.llm is not None and llm is None:
+        owned.append(out.llm)  # made from the file: the tree closes it
+    session = ProviderSession(out.catalog, out.context.bindings)
+    runner = LoadedRunner(out.root, state, services=services, session=session, owned=owned)
+    guards = [g for g in (out.guard, *out.context.guards) if g is not None]
+    return Tree(
+        name=tree_name(out.unit),
+        path=out.unit.path,
+        model=out.unit.model,
+        root=out.root,
+        state=state,
+        state_info=out.state,
+        runner=runner,
+        findings=sort_diagnostics(out.diagnostics),
+        guards=guards,
+    )
+
+
+def validate_source(
+    source: str | Path,
+    *,
+    tools: Iterable[Tool] | ToolSet | None = None,
+    providers: Iterable[ToolProvider] | None = None,
+    llm: LLMProvider | None = None,
+    guard: GuardEnforcer | None = None,
+    base_dir: Path | None = None,
+    check: bool = True,
+) -> list[Diagnostic]:
+    """Every error and warning of a tree source, sorted; never raises for a problem in it."""
+    out = _run_pipeline(
+        source,
+        tools=tools,
+        providers=providers,
+        llm=llm,
+        guard=guard,
+        base_dir=base_dir,
+        check=check,
+    )
+    return sort_diagnostics(out.diagnostics)
+
+
+def format_json_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a tree file, for editors and `jianmu schema`."""
+    schema = copy.deepcopy(models().file.model_json_schema(by_alias=True))
+    defs = schema.get("$defs", {})
+    invalid = {name for name in defs if name in ("InvalidNode", "InvalidToolEntry")}
+    for name in invalid:
+        defs.pop(name)
+    refs = {f"#/$defs/{name}" for name in invalid}
+
+    def prune(value: Any) -> Any:
+        if isinstance(value, dict):
+            for key in ("oneOf", "anyOf"):
+                if key in value:
+                    value[key] = [v for v in value[key] if v.get("$ref") not in refs]
+            return {k: prune(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [prune(v) for v in value]
+        return value
+
+    schema = prune(schema)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        **schema,
+        "description": "A jianmu_bt behaviour tree file (YAML). Nodes are one-key mappings "
+        "{kind: config}; kinds: " + ", ".join(models().wrappers) + ".",
+    }
+
+
+__all__ = ["format_json_schema", "load_tree", "tree_name", "validate_source"]

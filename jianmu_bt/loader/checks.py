@@ -1,0 +1,242 @@
+"""Static checks on the tree as a networkx graph, before the first tick.
+
+| check | severity | finding |
+|---|---|---|
+| `unwritten-read` | error | a read of a key nothing writes, without default, not an input |
+| `type-mismatch` | error | a literal, copied value or tool output that the field's type refuses |
+| `type-maybe` | warning | text (template, LLM answer, text output) written to a number field |
+| `unreachable` | warning | a child after an always-succeeding (selector) / failing (sequence) one |
+| `duplicate-name` | warning | two nodes the file names alike (default names are made unique) |
+
+Unknown keys, tools, node kinds and include cycles are found earlier (analysis, validation and
+expansion) and are errors.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+
+from jianmu_bt.loader.analysis import reference_position
+from jianmu_bt.loader.diagnostics import Diagnostic
+from jianmu_bt.loader.expand import NodeRecord
+from jianmu_bt.loader.registry import Outcome, get_kind
+from jianmu_bt.loader.state_model import FieldFacts, StateInfo
+from jianmu_bt.loader.tools_config import ToolCatalog
+from jianmu_bt.runtime.reducers import REPLACE
+from jianmu_bt.runtime.state_schema import StateValidationError, compile_schema
+from jianmu_bt.tools.base import DEFAULT_OUTPUT_SCHEMA
+
+_TEXT_MAY_PARSE = {"integer", "number", "boolean"}
+
+
+def tree_graph(records: dict[str, NodeRecord], root_id: str) -> nx.DiGraph:
+    """The tree as a DiGraph: node ids with their `record`, edges parent -> child in order."""
+    graph = nx.DiGraph()
+    for record in records.values():
+        graph.add_node(record.id, record=record)
+    for record in records.values():
+        for child in record.children:
+            graph.add_edge(record.id, child)
+    graph.graph["root"] = root_id
+    return graph
+
+
+def _compat(json_types: set[str], target: FieldFacts) -> str:
+    """ "ok", "maybe" (text that may parse) or "no" for values of `json_types` into `target`."""
+    if target.type == "any" or not json_types or any(target.accepts_json(t) for t in json_types):
+        return "ok"
+    if json_types <= {"string"} and target.type in _TEXT_MAY_PARSE:
+        return "maybe"
+    return "no"
+
+
+def _json_types(schema: object) -> set[str]:
+    if not isinstance(schema, dict) or schema == DEFAULT_OUTPUT_SCHEMA:
+        return set()  # not declared: nothing to check
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        return {kind}
+    if isinstance(kind, list):
+        return {k for k in kind if isinstance(k, str)}
+    return set()
+
+
+def check_tree(graph: nx.DiGraph, state: StateInfo, catalog: ToolCatalog) -> list[Diagnostic]:
+    """Every finding of the static checks, located."""
+    records: list[NodeRecord] = [graph.nodes[n]["record"] for n in graph.nodes]
+    findings: list[Diagnostic] = []
+    findings += _unwritten_reads(records, state)
+    findings += _write_types(records, state, catalog)
+    findings += _unreachable(graph)
+    findings += _duplicate_names(records)
+    return findings
+
+
+def _unwritten_reads(records: list[NodeRecord], state: StateInfo) -> list[Diagnostic]:
+    written = {key for r in records if r.io for key in r.io.writes}
+    found = []
+    for record in records:
+        for key, path in record.io.reads.items() if record.io else ():
+            facts = state.fields.get(key)
+            if facts is None or facts.has_default or facts.input or key in written:
+                continue
+            line, col = reference_position(record, path, key)
+            found.append(
+                Diagnostic(
+                    record.unit.file,
+                    line,
+                    col,
+                    "error",
+                    f"{record.kind} '{record.name}' reads state key '{key}', which no node writes "
+                    "and which "
+                    "has no default; give it a `default`, mark it `input: true`, or write it first",
+                    "unwritten-read",
+                )
+            )
+    return found
+
+
+def _write_types(
+    records: list[NodeRecord], state: StateInfo, catalog: ToolCatalog
+) -> list[Diagnostic]:
+    plan = compile_schema(state.model)
+    found = []
+    for record in records:
+        io = record.io
+        if io is None:
+            continue
+        for key, value, path in io.literal_writes:
+            field = plan.fields.get(key)
+            if field is None:
+                continue
+            try:  # as the StateManager would write it: through the field's reducer
+                start = field.info.get_default(call_default_factory=True, validated_data={})
+                field.reduce(field.reducer or REPLACE, start, value)
+            except StateValidationError as exc:
+                found.append(record.diagnostic(str(exc), "type-mismatch", path))
+        for source, target, path in io.copies:
+            src, dst = state.fields.get(source), state.fields.get(target)
+            if src is None or dst is None or src.type == "any":
+                continue
+            verdict = _compat(set(_as_json(src.type)), dst)
+            if verdict != "ok":
+                found.append(
+                    record.diagnostic(
+                        f"copies '{source}' ({src.type}) into '{target}' ({dst.type})",
+                        "type-mismatch" if verdict == "no" else "type-maybe",
+                        path,
+                        severity="error" if verdict == "no" else "warning",
+                    )
+                )
+        for target, path in io.text_writes:
+            dst = state.fields.get(target)
+            if dst is None:
+                continue
+            verdict = _compat({"string"}, dst)
+            if verdict != "ok":
+                found.append(
+                    record.diagnostic(
+                        f"writes text to '{target}', a {dst.type} field",
+                        "type-mismatch" if verdict == "no" else "type-maybe",
+                        path,
+                        severity="error" if verdict == "no" else "warning",
+                    )
+                )
+        output = getattr(record.config, "output", None)
+        if io.output_tool and output:
+            tool = catalog.get(io.output_tool)
+            dst = state.fields.get(record.keys(output))
+            if tool is None or dst is None:
+                continue
+            types = _json_types(tool.output_schema)
+            verdict = _compat(types, dst)
+            if verdict != "ok":
+                found.append(
+                    record.diagnostic(
+                        f"tool '{tool.name}' outputs {'/'.join(sorted(types))}, but "
+                        f"'{record.keys(output)}' is a {dst.type} field",
+                        "type-mismatch" if verdict == "no" else "type-maybe",
+                        ("output",),
+                        severity="error" if verdict == "no" else "warning",
+                    )
+                )
+    return found
+
+
+def _as_json(state_type: str) -> list[str]:
+    return {
+        "string": ["string"],
+        "integer": ["integer"],
+        "number": ["number"],
+        "boolean": ["boolean"],
+        "list": ["array"],
+        "dict": ["object"],
+    }.get(state_type, [])
+
+
+def outcomes(graph: nx.DiGraph) -> dict[str, Outcome]:
+    """What each node can end in (children first), from its kind's outcome rule."""
+    result: dict[str, Outcome] = {}
+    root = graph.graph["root"]
+    for node_id in nx.dfs_postorder_nodes(graph, root):
+        record: NodeRecord = graph.nodes[node_id]["record"]
+        kind = get_kind(record.kind)
+        children = [result[c] for c in record.children if c in result]
+        result[node_id] = kind.outcome(record.config, children) if kind else Outcome()
+    return result
+
+
+def _unreachable(graph: nx.DiGraph) -> list[Diagnostic]:
+    ends = outcomes(graph)
+    found = []
+    for node_id in graph.nodes:
+        record: NodeRecord = graph.nodes[node_id]["record"]
+        if record.kind not in ("sequence", "selector"):
+            continue
+        for index, child in enumerate(record.children[:-1]):
+            outcome = ends.get(child)
+            if outcome is None:
+                continue
+            if record.kind == "selector" and not outcome.can_fail:
+                why = "always succeeds, so the selector never tries the children after it"
+            elif record.kind == "sequence" and not outcome.can_succeed:
+                why = "never succeeds, so the sequence never reaches the children after it"
+            else:
+                continue
+            first = graph.nodes[record.children[index + 1]]["record"]
+            skipped = len(record.children) - index - 1
+            blocker = graph.nodes[child]["record"]
+            found.append(
+                first.diagnostic(
+                    f"unreachable: '{blocker.name}' {why} ({skipped} child(ren) skipped)",
+                    "unreachable",
+                    severity="warning",
+                )
+            )
+            break
+    return found
+
+
+def _duplicate_names(records: list[NodeRecord]) -> list[Diagnostic]:
+    seen: dict[str, NodeRecord] = {}
+    found = []
+    for record in records:
+        if not record.config.name:
+            continue
+        first = seen.get(record.name)
+        if first is None:
+            seen[record.name] = record
+            continue
+        if first.unit is record.unit and first.path == record.path:
+            continue  # the same node included twice (a subtree used in two places)
+        line = first.at(("name",))[0]
+        found.append(
+            record.diagnostic(
+                f"duplicate node name '{record.name}' (also at line {line} of {first.unit.file}); "
+                "events and displays will not tell them apart",
+                "duplicate-name",
+                ("name",),
+                severity="warning",
+            )
+        )
+    return found

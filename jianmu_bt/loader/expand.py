@@ -1,0 +1,291 @@
+"""Expansion: the validated file(s) as a flat list of node records, subtrees included.
+
+Each record is one node instance: its kind and config, the file and YAML path it came from (for
+messages), its stable id, its display name, its children, and the key map of the subtree
+instance it sits in (a `remap` renames the state keys every node of the subtree uses). Including
+a file or a named tree pushes it on a stack; meeting it again is an include cycle, reported with
+the whole chain instead of recursing forever.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jianmu_bt.loader.diagnostics import Diagnostic, did_you_mean, quote_list
+from jianmu_bt.loader.model import NodeConfig, StateField, SubtreeConfig
+from jianmu_bt.loader.positions import Path as DataPath
+from jianmu_bt.loader.registry import NodeIO, get_kind, models
+from jianmu_bt.loader.units import Unit, UnitLoader
+from jianmu_bt.runtime.templates import REFERENCE
+
+MAX_NODES = 100_000
+"""Most node instances one tree may expand to (includes multiply)."""
+MAX_INCLUDE_DEPTH = 64
+
+
+class KeyMap:
+    """The state-key renaming of one subtree instance, composed with its ancestors'."""
+
+    __slots__ = ("mapping", "parent")
+
+    def __init__(self, mapping: Mapping[str, str] | None = None, parent: KeyMap | None = None):
+        self.mapping = dict(mapping or {})
+        self.parent = parent
+
+    def __call__(self, key: str) -> str:
+        key = self.mapping.get(key, key)
+        return self.parent(key) if self.parent is not None else key
+
+    @property
+    def identity(self) -> bool:
+        """True when no key is renamed."""
+        return not self.mapping and (self.parent is None or self.parent.identity)
+
+    def template(self, value: Any) -> Any:
+        """`value` with the head of every `{key}` reference renamed (through dicts and lists)."""
+        if self.identity:
+            return value
+        if isinstance(value, str):
+            return REFERENCE.sub(self._rename_reference, value)
+        if isinstance(value, Mapping):
+            return {k: self.template(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.template(v) for v in value]
+        return value
+
+    def _rename_reference(self, match: re.Match[str]) -> str:
+        if not match.group(1):
+            return match.group(0)
+        head, dot, rest = match.group(1).partition(".")
+        return "{" + self(head) + dot + rest + "}"
+
+
+@dataclass
+class NodeRecord:
+    """One node instance of the expanded tree."""
+
+    id: str
+    kind: str
+    config: NodeConfig
+    unit: Unit
+    path: DataPath
+    keys: KeyMap
+    parent: str | None
+    name: str = ""
+    children: list[str] = field(default_factory=list)
+    io: NodeIO | None = None
+    subtree: str | None = None
+
+    def config_path(self, *more: str | int) -> DataPath:
+        """The YAML path of this node's config, or of a key below it."""
+        return (*self.path, self.kind, *more)
+
+    def at(self, sub: DataPath = (), *, key: bool = False) -> tuple[int, int]:
+        """Line and column of a key or value below this node's config."""
+        return self.unit.at(self.config_path(*sub), key=key)
+
+    def diagnostic(
+        self, message: str, code: str, sub: DataPath = (), *, key: bool = False, **kw: Any
+    ) -> Diagnostic:
+        """A diagnostic located at `sub` below this node's config (the kind's key when empty)."""
+        if not sub:
+            line, col = self.unit.at((*self.path, self.kind), key=True)
+        else:
+            line, col = self.at(sub, key=key)
+        return Diagnostic(self.unit.file, line, col, kw.get("severity", "error"), message, code)
+
+
+@dataclass
+class StateDeclaration:
+    """A state field declared by some file, under the name it has in the whole tree."""
+
+    name: str
+    field: StateField
+    unit: Unit
+    path: DataPath
+
+
+class Expander:
+    """Walks the main unit's root, expanding subtrees, into `records` (pre-order)."""
+
+    def __init__(self, main: Unit, loader: UnitLoader) -> None:
+        self.main = main
+        self.loader = loader
+        self.records: dict[str, NodeRecord] = {}
+        self.diagnostics: list[Diagnostic] = []
+        self.states: list[StateDeclaration] = []
+        self.units: list[Unit] = []
+        self._names: set[str] = set()
+        self._unit_keymaps: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+        self._models = models()
+
+    def expand(self) -> str | None:
+        """Expand the main tree; the root record's id (None when there is no root)."""
+        self._declare(self.main, KeyMap())
+        root = self.main.model.root
+        if root is None:
+            self.diagnostics.append(
+                Diagnostic(self.main.file, 1, 1, "error", "the file has no `root` node", "no-root")
+            )
+            return None
+        stack = [(self.main.key, None, self.main.file)]
+        return self._node(root, self.main, ("root",), None, "root", KeyMap(), stack, "")
+
+    # -- state and tools of every unit instance --------------------------------------------
+
+    def _declare(self, unit: Unit, keys: KeyMap) -> None:
+        if unit not in self.units:
+            self.units.append(unit)
+        signature = (unit.key, tuple(sorted((k, keys(k)) for k in unit.model.state)))
+        if signature in self._unit_keymaps:
+            return
+        self._unit_keymaps.add(signature)
+        for name, spec in unit.model.state.items():
+            self.states.append(StateDeclaration(keys(name), spec, unit, ("state", name)))
+
+    # -- nodes -----------------------------------------------------------------------------
+
+    def _node(
+        self,
+        wrapper: Any,
+        unit: Unit,
+        path: DataPath,
+        parent: str | None,
+        default_id: str,
+        keys: KeyMap,
+        stack: list[tuple[str, str | None, str]],
+        scope: str,
+    ) -> str | None:
+        kind, config = self._models.unwrap(wrapper)
+        if len(self.records) >= MAX_NODES:
+            if len(self.records) == MAX_NODES:
+                line, col = unit.at(path)
+                self.diagnostics.append(
+                    Diagnostic(
+                        unit.file,
+                        line,
+                        col,
+                        "error",
+                        f"the tree expands to more than {MAX_NODES} nodes",
+                        "too-large",
+                    )
+                )
+            return None
+        node_id = f"{scope}/{config.id}" if (config.id and scope) else (config.id or default_id)
+        if node_id in self.records:
+            node_id = self._unique_id(node_id)
+        record = NodeRecord(node_id, kind, config, unit, path, keys, parent)
+        record.name = self._name(kind, config)
+        self.records[node_id] = record
+        if isinstance(config, SubtreeConfig):
+            child = self._subtree(record, stack)
+            if child is not None:
+                record.children.append(child)
+            return node_id
+        children: list[tuple[DataPath, Any]] = []
+        fields = type(config).model_fields
+        if "children" in fields:
+            children = [(("children", i), c) for i, c in enumerate(config.children)]  # type: ignore[attr-defined]
+        elif "child" in fields:
+            children = [(("child",), config.child)]  # type: ignore[attr-defined]
+        for index, (sub, child) in enumerate(children):
+            child_id = self._node(
+                child,
+                unit,
+                record.config_path(*sub),
+                node_id,
+                f"{node_id}/{index}",
+                keys,
+                stack,
+                scope,
+            )
+            if child_id is not None:
+                record.children.append(child_id)
+        return node_id
+
+    def _unique_id(self, node_id: str) -> str:
+        # Duplicates of explicit ids are reported by the checks; keep the graph well-formed.
+        n = 2
+        while f"{node_id}#{n}" in self.records:
+            n += 1
+        return f"{node_id}#{n}"
+
+    def _name(self, kind: str, config: NodeConfig) -> str:
+        if config.name:
+            self._names.add(config.name)
+            return config.name
+        node_kind = get_kind(kind)
+        base = node_kind.display_name(config) if node_kind is not None else kind
+        name, n = base, 2
+        while name in self._names:
+            name, n = f"{base} #{n}", n + 1
+        self._names.add(name)
+        return name
+
+    def _subtree(self, record: NodeRecord, stack: list[tuple[str, str | None, str]]) -> str | None:
+        config: SubtreeConfig = record.config  # type: ignore[assignment]
+        unit = record.unit
+        target = unit
+        if config.file is not None:
+            path = Path(config.file)
+            if not path.is_absolute():
+                path = unit.base_dir / path
+            target, reason = self.loader.load_file(path)
+            if target is None:
+                if reason is not None:
+                    self.diagnostics.append(record.diagnostic(reason, "include-missing", ("file",)))
+                return None  # the file's own errors are in the loader's diagnostics
+        if config.tree is not None:
+            wrapper = target.model.trees.get(config.tree)
+            if wrapper is None:
+                names = list(target.model.trees)
+                where = f"in {target.file}" if target is not unit else "in this file's `trees`"
+                self.diagnostics.append(
+                    record.diagnostic(
+                        f"no tree named '{config.tree}' {where}"
+                        f"{did_you_mean(config.tree, names)}; named trees: {quote_list(names)}",
+                        "unknown-tree",
+                        ("tree",),
+                    )
+                )
+                return None
+            inner_path: DataPath = ("trees", config.tree)
+        else:
+            wrapper = target.model.root
+            if wrapper is None:
+                self.diagnostics.append(
+                    record.diagnostic(
+                        f"{target.file} has no `root`; name one of its `trees` with `tree:`",
+                        "include-missing",
+                        ("file",),
+                    )
+                )
+                return None
+            inner_path = ("root",)
+        label = f"{target.file}#{config.tree}" if config.tree else target.file
+        if config.file:
+            record.subtree = config.file + (f"#{config.tree}" if config.tree else "")
+        else:
+            record.subtree = f"trees.{config.tree}"
+        entry = (target.key, config.tree, label)
+        if any(e[:2] == entry[:2] for e in stack) or len(stack) > MAX_INCLUDE_DEPTH:
+            chain = " -> ".join(e[2] for e in [*stack, entry])
+            at = ("file",) if config.file else ("tree",)
+            self.diagnostics.append(
+                record.diagnostic(f"include cycle: {chain}", "include-cycle", at)
+            )
+            return None
+        keys = KeyMap(config.remap, record.keys)
+        if target is not unit:
+            self._declare(target, keys)
+        stack.append(entry)
+        try:
+            return self._node(
+                wrapper, target, inner_path, record.id, f"{record.id}/0", keys, stack, record.id
+            )
+        finally:
+            stack.pop()

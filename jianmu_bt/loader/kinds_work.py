@@ -1,0 +1,352 @@
+"""Node kinds that do work: tool steps, executor, LLM turn, agent loop, condition, set."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from py_trees.behaviour import Behaviour
+
+from jianmu_bt.guard import GuardConfigError, GuardEnforcer
+from jianmu_bt.llm import LLMConfigurationError, provider_from_config
+from jianmu_bt.loader.model import (
+    AgentConfig,
+    ConditionConfig,
+    ExecutorConfig,
+    LLMStepConfig,
+    SetConfig,
+    ToolStepConfig,
+)
+from jianmu_bt.loader.registry import EITHER, NodeIO, NodeKind, NodeProblem, Outcome, register_kind
+from jianmu_bt.nodes import AgentLLMNode, ToolExecutor, ToolNode, react_agent
+from jianmu_bt.nodes.condition import Condition, ExpressionError, SafeExpression
+from jianmu_bt.nodes.set_values import SetValues
+from jianmu_bt.runtime.templates import REFERENCE
+
+if TYPE_CHECKING:
+    from jianmu_bt.loader.build import BuildContext
+    from jianmu_bt.loader.expand import NodeRecord
+
+Path = tuple[str | int, ...]
+Children = list[Behaviour]
+
+
+def template_refs(value: Any, path: Path) -> dict[str, Path]:
+    """Each state key referenced as `{key}` in `value` -> the path of the first string naming it."""
+    found: dict[str, Path] = {}
+    if isinstance(value, str):
+        for match in REFERENCE.finditer(value):
+            if match.group(1):
+                found.setdefault(match.group(1).split(".")[0], path)
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            for ref, where in template_refs(item, (*path, str(key))).items():
+                found.setdefault(ref, where)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            for ref, where in template_refs(item, (*path, index)).items():
+                found.setdefault(ref, where)
+    return found
+
+
+def _subset_refs(names: list[str] | None) -> list[tuple[str, Path]]:
+    return [(name, ("tools", i)) for i, name in enumerate(names or ())]
+
+
+# --- tool step --------------------------------------------------------------------------------
+
+
+def _tool_io(config: ToolStepConfig) -> NodeIO:
+    io = NodeIO(tools=[(config.tool, ("tool",))], output_tool=config.tool)
+    io.reads.update(template_refs(config.arguments, ("arguments",)))
+    if config.input_key:
+        io.reads[config.input_key] = ("input_key",)
+    if config.output:
+        io.writes[config.output] = ("output",)
+    return io
+
+
+def _tool(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
+    config: ToolStepConfig = record.config  # type: ignore[assignment]
+    keys = record.keys
+    node = ToolNode(
+        ctx.tool(config.tool),
+        name=record.name,
+        input_key=keys(config.input_key) if config.input_key else None,
+        output_key=keys(config.output) if config.output else None,
+        arguments=keys.template(config.arguments),
+        call_timeout=config.call_timeout,
+        max_retries=config.max_retries,
+        retry_backoff=config.retry_backoff,
+        timeout=config.timeout,
+    )
+    ctx.bind(record, [config.tool], lambda tools: setattr(node, "tool", tools.tools[0]))
+    return node
+
+
+register_kind(
+    NodeKind(
+        "tool",
+        ToolStepConfig,
+        "action",
+        _tool,
+        io=_tool_io,
+        default_name=lambda c: c.tool,
+        description=ToolStepConfig.__doc__ or "",
+    )
+)
+
+
+# --- executor and LLM turn --------------------------------------------------------------------
+
+
+def _executor_io(config: ExecutorConfig) -> NodeIO:
+    io = NodeIO(tools=_subset_refs(config.tools))
+    for key, where in ((config.actions_key, "actions_key"), (config.messages_key, "messages_key")):
+        io.reads[key] = (where,)
+        io.writes[key] = (where,)
+    io.writes.setdefault("tool_effects", ())
+    io.writes.setdefault("guard", ())
+    return io
+
+
+def _executor(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
+    config: ExecutorConfig = record.config  # type: ignore[assignment]
+    node = ToolExecutor(
+        ctx.tools(config.tools),
+        name=record.name,
+        actions_key=record.keys(config.actions_key),
+        messages_key=record.keys(config.messages_key),
+        execution_mode=config.execution_mode,
+        max_concurrency=config.max_concurrency,
+        max_retries=config.max_retries,
+        call_timeout=config.call_timeout,
+        timeout=config.timeout,
+    )
+    ctx.bind(record, config.tools, lambda tools: setattr(node, "toolset", tools))
+    return node
+
+
+def _llm_io(config: LLMStepConfig) -> NodeIO:
+    io = NodeIO(tools=_subset_refs(config.tools))
+    io.reads.update(template_refs(config.system_prompt, ("system_prompt",)))
+    io.reads[config.messages_key] = ("messages_key",)
+    io.writes[config.messages_key] = ("messages_key",)
+    io.writes[config.actions_key] = ("actions_key",)
+    io.writes.setdefault("usage", ())
+    if config.output:
+        io.writes[config.output] = ("output",)
+        io.text_writes.append((config.output, ("output",)))
+    return io
+
+
+def _llm(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
+    config: LLMStepConfig = record.config  # type: ignore[assignment]
+    keys = record.keys
+    node = AgentLLMNode(
+        None,
+        ctx.tools(config.tools),
+        name=record.name,
+        system_prompt=keys.template(config.system_prompt),
+        messages_key=keys(config.messages_key),
+        actions_key=keys(config.actions_key),
+        answer_key=keys(config.output) if config.output else None,
+        options=config.options,
+        stream=config.stream,
+        timeout=config.timeout,
+    )
+    ctx.bind(record, config.tools, lambda tools: setattr(node, "toolset", tools))
+    return node
+
+
+register_kind(
+    NodeKind(
+        "executor",
+        ExecutorConfig,
+        "action",
+        _executor,
+        io=_executor_io,
+        default_name=lambda c: "Tools",
+        description=ExecutorConfig.__doc__ or "",
+    )
+)
+register_kind(
+    NodeKind(
+        "llm",
+        LLMStepConfig,
+        "action",
+        _llm,
+        io=_llm_io,
+        default_name=lambda c: "LLM",
+        description=LLMStepConfig.__doc__ or "",
+    )
+)
+
+
+# --- agent ------------------------------------------------------------------------------------
+
+
+def _agent_io(config: AgentConfig) -> NodeIO:
+    io = NodeIO(tools=_subset_refs(config.tools))
+    io.reads.update(template_refs(config.system_prompt, ("system_prompt",)))
+    io.reads.update(template_refs(config.goal, ("goal",)))
+    io.reads[config.messages_key] = ("messages_key",)
+    for key in (config.messages_key, "actions", "usage", "tool_effects", "guard"):
+        io.writes.setdefault(key, ("messages_key",) if key == config.messages_key else ())
+    if config.output:
+        io.writes[config.output] = ("output",)
+        io.text_writes.append((config.output, ("output",)))
+    return io
+
+
+def _agent(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
+    config: AgentConfig = record.config  # type: ignore[assignment]
+    keys = record.keys
+    provider = None
+    if config.llm is not None:
+        try:
+            provider = provider_from_config(config.llm)
+        except LLMConfigurationError as exc:
+            raise NodeProblem(str(exc), ("llm",), code="llm-config") from None
+        ctx.owned_llms.append(provider)
+    guard = None
+    if config.guard is not None:
+        try:
+            guard = GuardEnforcer.from_config(config.guard)
+        except GuardConfigError as exc:
+            raise NodeProblem(str(exc), ("guard",), code="guard-config") from None
+        ctx.guards.append(guard)
+    subtree = react_agent(
+        record.name,
+        tools=ctx.tools(config.tools),
+        provider=provider,
+        goal=keys.template(config.goal),
+        system_prompt=keys.template(config.system_prompt),
+        max_iterations=config.max_iterations,
+        output_key=keys(config.output) if config.output else None,
+        messages_key=keys(config.messages_key),
+        actions_key=keys("actions"),
+        options=config.options,
+        execution_mode=config.execution_mode,
+        max_retries=config.max_retries,
+        call_timeout=config.call_timeout,
+        stream=config.stream,
+        guard=guard,
+    )
+    parts = [n for n in subtree.iterate() if isinstance(n, (AgentLLMNode, ToolExecutor))]
+
+    def rebind(tools: Any) -> None:
+        for part in parts:
+            part.toolset = tools
+
+    ctx.bind(record, config.tools, rebind)
+    return subtree
+
+
+register_kind(
+    NodeKind(
+        "agent",
+        AgentConfig,
+        "agent",
+        _agent,
+        io=_agent_io,
+        default_name=lambda c: "Agent",
+        description=AgentConfig.__doc__ or "",
+    )
+)
+
+
+# --- condition and set ------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=4096)
+def _compile(text: str) -> SafeExpression:
+    return SafeExpression(text)  # immutable once built: io, outcome and build share it
+
+
+def _expression(config: ConditionConfig) -> SafeExpression:
+    try:
+        return _compile(config.check)
+    except ExpressionError as exc:
+        raise NodeProblem(
+            f"bad condition: {exc.message}", ("check",), code="bad-expression", offset=exc.offset
+        ) from None
+
+
+def _condition_io(config: ConditionConfig) -> NodeIO:
+    return NodeIO(reads=dict.fromkeys(sorted(_expression(config).names), ("check",)))
+
+
+def _condition_outcome(config: ConditionConfig, children: list[Outcome]) -> Outcome:
+    expression = _expression(config)
+    if expression.names:
+        return EITHER
+    try:
+        value = bool(expression.evaluate(lambda name: None))
+    except ExpressionError:
+        return Outcome(can_succeed=False, can_fail=True)
+    return Outcome(can_succeed=value, can_fail=not value)
+
+
+def _condition(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
+    config: ConditionConfig = record.config  # type: ignore[assignment]
+    expression = _expression(config)
+    return Condition(record.name, expression, rename={n: record.keys(n) for n in expression.names})
+
+
+def _short(text: str, limit: int = 40) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+register_kind(
+    NodeKind(
+        "condition",
+        ConditionConfig,
+        "condition",
+        _condition,
+        io=_condition_io,
+        outcome=_condition_outcome,
+        default_name=lambda c: _short(c.check),
+        description=ConditionConfig.__doc__ or "",
+    )
+)
+
+
+def _set_io(config: SetConfig) -> NodeIO:
+    io = NodeIO()
+    for key, value in config.values.items():
+        where: Path = ("values", key)
+        io.writes[key] = where
+        refs = template_refs(value, where)
+        io.reads.update({k: v for k, v in refs.items() if k not in io.reads})
+        if isinstance(value, str) and refs:
+            whole = REFERENCE.fullmatch(value)
+            if whole and whole.group(1) and "." not in whole.group(1):
+                io.copies.append((whole.group(1), key, where))
+            elif not whole:
+                io.text_writes.append((key, where))
+        elif not refs:
+            io.literal_writes.append((key, value, where))
+    return io
+
+
+def _set(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
+    config: SetConfig = record.config  # type: ignore[assignment]
+    keys = record.keys
+    return SetValues(record.name, {keys(k): keys.template(v) for k, v in config.values.items()})
+
+
+register_kind(
+    NodeKind(
+        "set",
+        SetConfig,
+        "action",
+        _set,
+        io=_set_io,
+        outcome=lambda config, children: Outcome(can_succeed=True, can_fail=False),
+        default_name=lambda c: _short("set " + ", ".join(c.values)),
+        description=SetConfig.__doc__ or "",
+    )
+)

@@ -1,0 +1,170 @@
+"""Our DOT writer: a py_trees tree as a Graphviz digraph, built with pydot objects.
+
+- Node ids are synthetic (`n0`, `n1`, ... in pre-order, the root first), never the node names:
+  names may contain colons (a DOT port separator) or repeat, and py_trees' own `dot_tree` breaks
+  on both. The same tree always gives the same ids, so two drawings of it diff cleanly.
+- Labels read "name" over "kind: detail" (a tool step shows its tool, a condition its
+  expression, an agent loop its maximum of iterations); shapes follow the node kind (see
+  `jianmu_bt.viz.kinds`).
+- Agent subtrees (what `react_agent` or the YAML `agent` node builds) are drawn as clusters.
+- Given `statuses` ({str(node.id): Status}, e.g. `runner.node_statuses()` or a trace's last
+  statuses), nodes are filled by status: SUCCESS green, FAILURE red, RUNNING yellow, INVALID grey.
+
+Every text that reaches the DOT output is quoted and escaped here, so any name parses with
+Graphviz's `dot`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import py_trees
+import pydot
+from py_trees.common import Status
+
+from jianmu_bt.viz.kinds import agent_loop_of, describe_node, is_agent_root, shorten
+
+#: Fill colour per status.
+STATUS_COLOURS: dict[Status, str] = {
+    Status.SUCCESS: "#9be39b",
+    Status.FAILURE: "#f4a0a0",
+    Status.RUNNING: "#ffe27a",
+    Status.INVALID: "#dddddd",
+}
+#: Fill colour of a node when no statuses are given.
+PLAIN_FILL = "#ffffff"
+#: Longest node name drawn in a label; the tooltip carries the full one.
+NAME_CHARS = 40
+
+StatusMap = Mapping[str, Status | str]
+
+
+def quote(text: str) -> str:
+    """`text` as a DOT double-quoted string (backslashes, quotes and line breaks escaped)."""
+    escaped = (
+        str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\r", "").replace("\n", "\\n")
+    )
+    return f'"{escaped}"'
+
+
+def as_status(value: Status | str | None) -> Status | None:
+    """A Status from a Status or its name/value ("SUCCESS", "success"); None when unknown."""
+    if value is None or isinstance(value, Status):
+        return value
+    try:
+        return Status(str(value).strip().upper())
+    except ValueError:
+        return None
+
+
+def walk(root: py_trees.behaviour.Behaviour) -> Iterator[py_trees.behaviour.Behaviour]:
+    """Every node of the tree in pre-order (a parent before its children, children in order)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(node.children))
+
+
+def synthetic_ids(root: py_trees.behaviour.Behaviour) -> dict[str, str]:
+    """str(node.id) -> its DOT id (`n0` for the root, then pre-order)."""
+    return {str(node.id): f"n{index}" for index, node in enumerate(walk(root))}
+
+
+def _root_of(tree: Any) -> tuple[py_trees.behaviour.Behaviour, str | None]:
+    # Accept a behaviour, a py_trees BehaviourTree or our loader's Tree (anything with `.root`).
+    if isinstance(tree, py_trees.behaviour.Behaviour):
+        return tree, None
+    root = getattr(tree, "root", None)
+    if isinstance(root, py_trees.behaviour.Behaviour):
+        return root, getattr(tree, "name", None)
+    raise TypeError(
+        f"expected a py_trees Behaviour or a tree with .root, got {type(tree).__name__}"
+    )
+
+
+def _node_attributes(
+    node: py_trees.behaviour.Behaviour, statuses: StatusMap | None
+) -> dict[str, str]:
+    look = describe_node(node)
+    label = f"{shorten(node.name, NAME_CHARS)}\n{look.caption}"
+    tooltip = f"{node.name} ({type(node).__name__})"
+    attributes = {"label": quote(label), "shape": look.shape}
+    if statuses is not None:
+        status = as_status(statuses.get(str(node.id))) or Status.INVALID
+        attributes["fillcolor"] = quote(STATUS_COLOURS[status])
+        tooltip += f" {status.value}"
+        if status == Status.FAILURE and node.feedback_message:
+            tooltip += f": {node.feedback_message}"
+    attributes["tooltip"] = quote(tooltip)
+    return attributes
+
+
+def _agent_cluster(node: py_trees.behaviour.Behaviour, index: int) -> pydot.Cluster:
+    loop = agent_loop_of(node)
+    limit = f" (max {loop.max_iterations} iterations)" if loop is not None else ""
+    return pydot.Cluster(
+        f"agent{index}",
+        label=quote(f"agent: {shorten(node.name, NAME_CHARS)}{limit}"),
+        style=quote("rounded,dashed"),
+        color=quote("#4a6fa5"),
+        fontcolor=quote("#4a6fa5"),
+    )
+
+
+def tree_to_pydot(
+    tree: Any,
+    statuses: StatusMap | None = None,
+    *,
+    title: str | None = None,
+    rankdir: str = "TB",
+) -> pydot.Dot:
+    """The tree as a `pydot.Dot` (see the module docstring for ids, labels, shapes, colours).
+
+    `tree` is a py_trees Behaviour (the root), a `py_trees.trees.BehaviourTree` or a loaded
+    jianmu Tree. `title` names the graph (default: the tree's name or the root's name).
+    """
+    root, tree_name = _root_of(tree)
+    title = title or tree_name or root.name
+    graph = pydot.Dot(
+        graph_name=quote(title),
+        graph_type="digraph",
+        rankdir=rankdir,
+        ordering="out",
+        label=quote(title),
+        labelloc="t",
+        fontname="Helvetica",
+    )
+    graph.set_node_defaults(
+        style="filled", fillcolor=quote(PLAIN_FILL), fontname="Helvetica", fontsize="11"
+    )
+    graph.set_edge_defaults(arrowsize="0.7")
+    ids = synthetic_ids(root)
+    clusters = 0
+    # Iterative, so a very deep tree cannot exhaust Python's recursion limit.
+    stack: list[tuple[py_trees.behaviour.Behaviour, pydot.Graph]] = [(root, graph)]
+    while stack:
+        node, container = stack.pop()
+        if is_agent_root(node):
+            cluster = _agent_cluster(node, clusters)
+            clusters += 1
+            container.add_subgraph(cluster)
+            container = cluster
+        node_id = ids[str(node.id)]
+        container.add_node(pydot.Node(node_id, **_node_attributes(node, statuses)))
+        for child in node.children:
+            graph.add_edge(pydot.Edge(node_id, ids[str(child.id)]))
+        stack.extend((child, container) for child in reversed(node.children))
+    return graph
+
+
+def tree_to_dot(
+    tree: Any,
+    statuses: StatusMap | None = None,
+    *,
+    title: str | None = None,
+    rankdir: str = "TB",
+) -> str:
+    """The tree as DOT text (parses with Graphviz's `dot`); arguments as in `tree_to_pydot`."""
+    return tree_to_pydot(tree, statuses, title=title, rankdir=rankdir).to_string()
