@@ -19,8 +19,9 @@ loop around it, not to the executor.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, Literal, TypeVar
 
 import anyio
 
@@ -29,7 +30,27 @@ from jianmu_bt.nodes.guarding import verdicts_when_decided
 from jianmu_bt.runtime.async_node import AsyncNode
 from jianmu_bt.tools import Tool, ToolCall, ToolResult, ToolSet
 
+T = TypeVar("T")
 ExecutionMode = Literal["auto", "serial", "parallel"]
+
+
+async def run_all(work: Callable[[T], Awaitable[None]], items: Iterable[T]) -> None:
+    """Await `work(item)` for every item concurrently; a failure cancels the others.
+
+    On asyncio this uses asyncio's own TaskGroup, whose tasks cost about a quarter of an anyio
+    task group's (anyio 4.14+ gives every task a handle, a cancel scope and an event); on other
+    backends an anyio task group.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # not asyncio (trio)
+        async with anyio.create_task_group() as task_group:
+            for item in items:
+                task_group.start_soon(work, item)
+        return
+    async with asyncio.TaskGroup() as group:
+        for item in items:
+            group.create_task(work(item))
 
 
 class ToolExecutor(AsyncNode):
@@ -45,7 +66,7 @@ class ToolExecutor(AsyncNode):
         effects_key: str | None = "tool_effects",
         guard_key: str | None = "guard",
         execution_mode: ExecutionMode = "auto",
-        max_concurrency: int = 8,
+        max_concurrency: int = 64,
         max_retries: int = 0,
         retry_backoff: float = 0.5,
         call_timeout: float | None = None,
@@ -82,10 +103,12 @@ class ToolExecutor(AsyncNode):
 
     async def run_async(self) -> bool:
         state = self.state
-        calls = [c.with_id() for c in ToolCall.from_list(state.read_port(self.actions_key))]
-        if not calls:
+        given = ToolCall.from_list(state.read_port(self.actions_key))
+        if not given:
             return True
-        state.set(self.actions_key, calls)
+        calls = [c.with_id() for c in given]
+        if any(c.id != g.id for c, g in zip(calls, given, strict=True)):
+            state.set(self.actions_key, calls)  # the new ids must survive a snapshot
         answered = {
             m.get("tool_call_id")
             for m in state.read_port(self.messages_key) or ()
@@ -160,13 +183,16 @@ class ToolExecutor(AsyncNode):
             return
         limiter = anyio.CapacityLimiter(self.max_concurrency)
 
-        async def one(call: ToolCall) -> None:
+        async def bounded(call: ToolCall) -> None:
             async with limiter:
                 results[call.id] = await self._one(call)
 
-        async with anyio.create_task_group() as task_group:
-            for call in calls:
-                task_group.start_soon(one, call)
+        async def one(call: ToolCall) -> None:
+            results[call.id] = await self._one(call)
+
+        # A batch within the bound needs no limiter (each acquire is a trip through the loop).
+        run = one if len(calls) <= self.max_concurrency else bounded
+        await run_all(run, calls)
 
     async def _one(self, call: ToolCall) -> ToolResult:
         found = self.toolset.get(call.name)

@@ -97,10 +97,13 @@ class RunContext:
         try:
             with handle.scope:
                 try:
-                    with anyio.move_on_after(timeout) as deadline:
+                    if timeout is None:  # no second cancel scope when there is no limit
                         handle.result = await work()
-                    if deadline.cancelled_caught:
-                        handle.error = NodeTimeoutError(f"timed out after {timeout}s")
+                    else:
+                        with anyio.move_on_after(timeout) as deadline:
+                            handle.result = await work()
+                        if deadline.cancelled_caught:
+                            handle.error = NodeTimeoutError(f"timed out after {timeout}s")
                 except Exception as exc:
                     handle.error = exc
         finally:

@@ -28,6 +28,10 @@ from jianmu_bt.runtime.events import EventBus
 from jianmu_bt.runtime.state import StateManager
 
 TERMINAL = (Status.SUCCESS, Status.FAILURE)
+# Ticks that may follow each other without waiting before max_ticks_per_second applies.
+TICK_BURST = 10
+# The longest wait between looks at a tree that nothing can wake (see `stall_interval`).
+MAX_STALL_INTERVAL = 1.0
 
 
 @dataclass
@@ -52,10 +56,13 @@ class TreeRunner:
     """Runs one tree over one StateManager: `tick()`, `run()` (blocking) and `await arun()`.
 
     `services` are handed to the nodes through their RunContext (for example `guard`, `llm`).
-    `max_ticks` bounds the total number of ticks of a run, `max_ticks_per_second` the rate;
+    `max_ticks` bounds the total number of ticks of a run, `max_ticks_per_second` their average
+    rate (up to TICK_BURST ticks in a row go without waiting, so a node's start and end cost no
+    sleep);
     `idle_interval` (seconds, None = never) ticks an idle tree anyway, for plain py_trees behaviours
     that poll something outside the run. When a tick changed nothing and no work is in flight,
-    nothing could wake the runner, so it ticks again after `stall_interval` seconds.
+    nothing could wake the runner, so it ticks again after `stall_interval` seconds, doubling the
+    wait (up to a second) while nothing changes.
     """
 
     def __init__(
@@ -94,7 +101,7 @@ class TreeRunner:
         self._portal: Any = None
         self._host_done: anyio.Event | None = None
         self._error = ""
-        state.subscribe(lambda _keys: self.wake())
+        self._unsubscribe = state.subscribe(lambda _keys: self.wake())
         self._restore_guard()
 
     def _restore_guard(self) -> None:
@@ -135,10 +142,13 @@ class TreeRunner:
         active = events.active
         changed = False
         statuses = self._statuses
+        running = Status.RUNNING
         for index, node in enumerate(self.nodes):
             status = node.status
             if status is not statuses[index]:
-                changed = True
+                # A node that only started needs no second look until its work wakes us; an
+                # ending or reset node may let its parents move on (a Retry re-entering a child).
+                changed = changed or status is not running
                 if active:
                     events.emit(
                         "node.status",
@@ -164,14 +174,21 @@ class TreeRunner:
         return deadline
 
     async def _loop(self) -> Status:
-        last_tick = 0.0
+        # The rate cap is a token bucket: a few ticks in a row go at once (a node starts and its
+        # work ends), while a tree that keeps changing is held to max_ticks_per_second on average.
+        allowance = float(TICK_BURST)
+        last = time.monotonic()
+        stall = self.stall_interval
         while True:
             self._wake_event = anyio.Event()
-            now = time.monotonic()
-            gap = self.min_tick_gap - (now - last_tick)
-            if gap > 0:
-                await anyio.sleep(gap)
-            last_tick = time.monotonic()
+            if self.min_tick_gap:
+                now = time.monotonic()
+                allowance = min(TICK_BURST, allowance + (now - last) / self.min_tick_gap)
+                last = now
+                if allowance < 1.0:
+                    await anyio.sleep((1.0 - allowance) * self.min_tick_gap)
+                    allowance, last = 1.0, time.monotonic()
+                allowance -= 1.0
             status = self._tick_once()
             if status in TERMINAL:
                 return status
@@ -179,15 +196,21 @@ class TreeRunner:
                 self._error = f"stopped after {self.tick_count} ticks (max_ticks={self.max_ticks})"
                 return Status.FAILURE
             if self._changed:
+                stall = self.stall_interval
                 await anyio.lowlevel.checkpoint()  # let newly spawned work start
                 continue
             wait = self._seconds_to_next_deadline()
             if self.context.in_flight == 0:
                 # Nothing can wake us (no work in flight): a decorator's own counter may still be
-                # moving (a Repeat over a OneShot), so look again soon rather than wait forever.
-                wait = self.stall_interval if wait is None else min(wait, self.stall_interval)
-            with anyio.move_on_after(wait):
+                # moving (a Repeat over a OneShot), so look again — sooner after a change, backing
+                # off while nothing moves, so an idle tree costs almost no CPU.
+                wait = stall if wait is None else min(wait, stall)
+                stall = min(stall * 2, MAX_STALL_INTERVAL)
+            if wait is None:  # no deadline: no cancel scope to enter (a hot path)
                 await self._wake_event.wait()
+            else:
+                with anyio.move_on_after(wait):
+                    await self._wake_event.wait()
 
     # -- running ---------------------------------------------------------------------------
 
@@ -209,15 +232,19 @@ class TreeRunner:
             async with anyio.create_task_group() as task_group:
                 self.context.attach(task_group, self.wake)
                 try:
-                    with anyio.move_on_after(timeout) as deadline:
+                    if timeout is None:
                         status = await self._loop()
-                    if deadline.cancelled_caught:
-                        self._error = f"the run timed out after {timeout}s"
-                        status = Status.FAILURE
+                    else:
+                        with anyio.move_on_after(timeout) as deadline:
+                            status = await self._loop()
+                        if deadline.cancelled_caught:
+                            self._error = f"the run timed out after {timeout}s"
+                            status = Status.FAILURE
                 finally:
                     final = self.node_statuses()
                     self.halt()
-                    task_group.cancel_scope.cancel()
+                    if self.context.in_flight:  # cancelling formats a message: skip when idle
+                        task_group.cancel_scope.cancel()
         finally:
             self.context.attach(None, self.wake)
             self._wake_event = None
@@ -290,7 +317,8 @@ class TreeRunner:
         self.context.cancel_all()
 
     def close(self) -> None:
-        """Halt and stop the background loop that `tick()` started (no-op otherwise)."""
+        """Stop the background loop that `tick()` started and stop listening to the state."""
+        self._unsubscribe()
         if self._portal is not None:
             if self._host_done is not None:
                 self._portal.call(self._host_done.set)
