@@ -132,6 +132,7 @@ def tree_to_pydot(
         graph_type="digraph",
         rankdir=rankdir,
         ordering="out",
+        newrank="true",
         label=quote(title),
         labelloc="t",
         fontname="Helvetica",
@@ -155,8 +156,21 @@ def tree_to_pydot(
         container.add_node(pydot.Node(node_id, **_node_attributes(node, statuses)))
         for child in node.children:
             graph.add_edge(pydot.Edge(node_id, ids[str(child.id)]))
+        if len(node.children) > 1 and _has_cluster(node):
+            # Graphviz places clusters after other nodes; an invisible chain on one rank keeps
+            # the children left to right in tick order.
+            siblings = pydot.Subgraph(rank="same")
+            child_ids = [ids[str(child.id)] for child in node.children]
+            for left, right in zip(child_ids, child_ids[1:], strict=False):
+                siblings.add_edge(pydot.Edge(left, right, style="invis"))
+            graph.add_subgraph(siblings)
         stack.extend((child, container) for child in reversed(node.children))
     return graph
+
+
+def _has_cluster(node: py_trees.behaviour.Behaviour) -> bool:
+    """True when any child of `node` is drawn as a cluster (an agent subtree)."""
+    return any(is_agent_root(child) for child in node.children)
 
 
 def tree_to_dot(

@@ -35,6 +35,11 @@ def all_nodes(graph: pydot.Graph) -> dict[str, pydot.Node]:
     return nodes
 
 
+def clusters_of(graph: pydot.Graph) -> list[pydot.Subgraph]:
+    """The cluster subgraphs (the unnamed rank=same subgraphs only order siblings)."""
+    return [sub for sub in graph.get_subgraphs() if sub.get_name().startswith("cluster")]
+
+
 def label(node: pydot.Node) -> str:
     return node.get("label").strip('"').replace("\\n", "\n")
 
@@ -137,7 +142,7 @@ def test_long_names_and_details_are_shortened_in_labels():
 
 def test_an_agent_subtree_is_a_cluster_holding_exactly_its_nodes():
     graph = parsed(tree_to_dot(mixed_tree()))
-    (cluster,) = graph.get_subgraphs()
+    (cluster,) = clusters_of(graph)
     assert cluster.get_name() == "cluster_agent0"
     assert "Solver (max 4 iterations)" in cluster.get("label")
     inside = {label(n).split("\n")[0] for n in cluster.get_nodes() if n.get_name() != "node"}
@@ -160,10 +165,28 @@ def test_two_agents_make_two_clusters_and_nested_agents_nest():
         children=[agent("A"), nested_outer],
     )
     graph = parsed(tree_to_dot(root))
-    clusters = graph.get_subgraphs()
+    clusters = clusters_of(graph)
     assert [c.get_name() for c in clusters] == ["cluster_agent0", "cluster_agent1"]
-    (inner,) = clusters[1].get_subgraphs()
+    (inner,) = clusters_of(clusters[1])
     assert "Inner" in inner.get("label")
+
+
+def test_children_beside_an_agent_cluster_keep_their_tick_order():
+    root = py_trees.composites.Sequence(
+        "Main",
+        memory=True,
+        children=[
+            py_trees.behaviours.Success("first"),
+            agent("A"),
+            py_trees.behaviours.Success("last"),
+        ],
+    )
+    graph = parsed(tree_to_dot(root))
+    ids = {label(n).split("\n")[0]: name for name, n in all_nodes(graph).items()}
+    order = [sub for sub in graph.get_subgraphs() if sub.get("rank") == "same"]
+    chain = [(e.get_source(), e.get_destination()) for e in order[0].get_edges()]
+    assert chain == [(ids["first"], ids["A"]), (ids["A"], ids["last"])]
+    assert all(e.get("style") == "invis" for e in order[0].get_edges())
 
 
 def test_without_statuses_nodes_are_plain_white():
