@@ -16,6 +16,8 @@ Graphviz's `dot`.
 
 from __future__ import annotations
 
+import itertools
+
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -161,7 +163,7 @@ def tree_to_pydot(
             # the children left to right in tick order.
             siblings = pydot.Subgraph(rank="same")
             child_ids = [ids[str(child.id)] for child in node.children]
-            for left, right in zip(child_ids, child_ids[1:], strict=False):
+            for left, right in itertools.pairwise(child_ids):
                 siblings.add_edge(pydot.Edge(left, right, style="invis"))
             graph.add_subgraph(siblings)
         stack.extend((child, container) for child in reversed(node.children))
