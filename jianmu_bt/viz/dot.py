@@ -17,7 +17,6 @@ Graphviz's `dot`.
 from __future__ import annotations
 
 import itertools
-
 from collections.abc import Iterator, Mapping
 from typing import Any
 
