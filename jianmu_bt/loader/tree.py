@@ -159,6 +159,11 @@ class Tree:
 
     # -- approvals -------------------------------------------------------------------------
 
+    @property
+    def guard(self) -> Any:
+        """The file's guard (a GuardEnforcer from `guard:` or `load_tree(guard=...)`), or None."""
+        return self.runner.context.services.get("guard")
+
     def _guard_for(self, call_id: str) -> Any:
         for guard in self._guards:
             if guard.approvals.get(call_id) is not None:

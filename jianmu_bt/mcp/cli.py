@@ -23,6 +23,7 @@ import anyio
 
 from jianmu_bt.mcp.errors import MCPUnavailableError
 from jianmu_bt.mcp.server import DEFAULT_HOST, DEFAULT_NAME, DEFAULT_PATH, DEFAULT_PORT, announce
+from jianmu_bt.mcp.server import Guard
 from jianmu_bt.mcp.server import serve as serve_toolset
 from jianmu_bt.tools.base import Tool
 from jianmu_bt.tools.function_tool import FunctionTool
@@ -120,9 +121,11 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=None, help="seconds per tool call")
 
 
-async def serve_from_args(args: argparse.Namespace, toolset: ToolSet | None = None) -> None:
+async def serve_from_args(
+    args: argparse.Namespace, toolset: ToolSet | None = None, guard: Guard | None = None
+) -> None:
     """Serve what the parsed `serve` options describe, or `toolset` when one is given (for
-    example the tools of a YAML tree; `--tools` is then ignored).
+    example the tools of a YAML tree; `--tools` is then ignored), refusing what `guard` refuses.
 
     Prints where it listens to stderr once ready (stdout carries MCP over stdio).
     """
@@ -141,6 +144,7 @@ async def serve_from_args(args: argparse.Namespace, toolset: ToolSet | None = No
         path=args.path,
         name=args.name,
         timeout=args.timeout,
+        guard=guard,
         on_ready=announce(toolset),
     )
 
