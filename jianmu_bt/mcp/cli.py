@@ -22,8 +22,14 @@ from typing import Any
 import anyio
 
 from jianmu_bt.mcp.errors import MCPUnavailableError
-from jianmu_bt.mcp.server import DEFAULT_HOST, DEFAULT_NAME, DEFAULT_PATH, DEFAULT_PORT, announce
-from jianmu_bt.mcp.server import Guard
+from jianmu_bt.mcp.server import (
+    DEFAULT_HOST,
+    DEFAULT_NAME,
+    DEFAULT_PATH,
+    DEFAULT_PORT,
+    Guard,
+    announce,
+)
 from jianmu_bt.mcp.server import serve as serve_toolset
 from jianmu_bt.tools.base import Tool
 from jianmu_bt.tools.function_tool import FunctionTool
