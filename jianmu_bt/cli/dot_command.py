@@ -8,6 +8,7 @@ from typing import Any
 
 from jianmu_bt.cli.errors import CLIError
 from jianmu_bt.cli.loading import existing_file, load_tree_file
+from jianmu_bt.cli.subcommand import add_command
 
 HELP = "draw a tree as DOT text, SVG or PNG"
 EPILOG = """\
@@ -26,13 +27,7 @@ grey not run.
 
 def add_parser(commands: Any) -> None:
     """Register `dot` on the top-level subparsers."""
-    parser = commands.add_parser(
-        "dot",
-        help=HELP,
-        description=HELP,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = add_command(commands, "dot", help=HELP, epilog=EPILOG, handler=handle)
     parser.add_argument("file", metavar="FILE", help="the YAML tree to draw")
     parser.add_argument(
         "-o", "--output", metavar="OUT", help="write to OUT (.dot, .gv, .svg, .png, .pdf)"
@@ -50,7 +45,6 @@ def add_parser(commands: Any) -> None:
         metavar="S",
         help="seconds Graphviz may take (default %(default)s)",
     )
-    parser.set_defaults(handler=handle)
 
 
 def _statuses(tree: Any, trace_path: str) -> dict[str, Any]:

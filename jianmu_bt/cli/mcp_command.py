@@ -7,6 +7,7 @@ from typing import Any
 
 from jianmu_bt.cli.errors import CLIError
 from jianmu_bt.cli.loading import load_tree_file
+from jianmu_bt.cli.subcommand import add_command
 
 HELP = "serve tools over the Model Context Protocol"
 EPILOG = """\
@@ -27,12 +28,13 @@ def add_parser(commands: Any) -> None:
 
     parser = commands.add_parser("mcp", help=HELP, description=HELP)
     actions = parser.add_subparsers(dest="mcp_command", metavar="ACTION", required=True)
-    serve = actions.add_parser(
+    serve = add_command(
+        actions,
         "serve",
         help="serve tools as an MCP server (stdio or streamable HTTP)",
         description="Serve tools as an MCP server (stdio or streamable HTTP).",
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        handler=handle,
     )
     add_serve_arguments(serve)
     serve.add_argument(
@@ -40,7 +42,6 @@ def add_parser(commands: Any) -> None:
         metavar="FILE",
         help="serve the tools of this YAML tree file, with its guard applied (instead of --tools)",
     )
-    serve.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:

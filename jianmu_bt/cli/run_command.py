@@ -12,6 +12,7 @@ from typing import Any
 from jianmu_bt.cli.activity import ActivityLog
 from jianmu_bt.cli.errors import CLIError
 from jianmu_bt.cli.loading import apply_inputs, load_tree_file, parse_assignments
+from jianmu_bt.cli.subcommand import add_command
 from jianmu_bt.cli.summary import changed_keys, state_snapshot, summary_lines
 from jianmu_bt.cli.watch import WatchView
 
@@ -31,13 +32,7 @@ succeeded and 1 when it failed, timed out or could not start.
 
 def add_parser(commands: Any) -> None:
     """Register `run` on the top-level subparsers."""
-    parser = commands.add_parser(
-        "run",
-        help=HELP,
-        description=HELP,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = add_command(commands, "run", help=HELP, epilog=EPILOG, handler=handle)
     parser.add_argument("file", metavar="FILE", help="the YAML tree to run")
     parser.add_argument(
         "--set",
@@ -59,7 +54,6 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--json", action="store_true", help="print the result as JSON instead of a summary"
     )
-    parser.set_defaults(handler=handle)
 
 
 def _open_trace(path: str, tree: Any, stack: ExitStack) -> None:

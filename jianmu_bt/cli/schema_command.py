@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from jianmu_bt.cli.errors import CLIError
+from jianmu_bt.cli.subcommand import add_command
 
 HELP = "print the JSON Schema of the tree format (for editor completion)"
 EPILOG = """\
@@ -22,15 +23,8 @@ Point your editor's YAML support at the file, for example with a first line in a
 
 def add_parser(commands: Any) -> None:
     """Register `schema` on the top-level subparsers."""
-    parser = commands.add_parser(
-        "schema",
-        help=HELP,
-        description=HELP,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = add_command(commands, "schema", help=HELP, epilog=EPILOG, handler=handle)
     parser.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
-    parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:

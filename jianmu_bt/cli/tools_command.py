@@ -6,6 +6,8 @@ import argparse
 import json
 from typing import Any
 
+from jianmu_bt.cli.subcommand import add_command
+
 HELP = "list the built-in tools, or a tree's tools, with their schemas"
 EPILOG = """\
 examples:
@@ -17,16 +19,9 @@ examples:
 
 def add_parser(commands: Any) -> None:
     """Register `tools` on the top-level subparsers."""
-    parser = commands.add_parser(
-        "tools",
-        help=HELP,
-        description=HELP,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = add_command(commands, "tools", help=HELP, epilog=EPILOG, handler=handle)
     parser.add_argument("file", nargs="?", metavar="FILE", help="a YAML tree: list its tools")
     parser.add_argument("--json", action="store_true", help="print full specs as JSON")
-    parser.set_defaults(handler=handle)
 
 
 def _builtin_entries() -> list[dict[str, Any]]:

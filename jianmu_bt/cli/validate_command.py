@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from jianmu_bt.cli.subcommand import add_command
+
 HELP = "check tree files and print every problem as file:line:col"
 EPILOG = """\
 examples:
@@ -21,17 +23,10 @@ has an error (or, with --strict, a warning), else 0, so the command can gate a C
 
 def add_parser(commands: Any) -> None:
     """Register `validate` on the top-level subparsers."""
-    parser = commands.add_parser(
-        "validate",
-        help=HELP,
-        description=HELP,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = add_command(commands, "validate", help=HELP, epilog=EPILOG, handler=handle)
     parser.add_argument("files", nargs="+", metavar="FILE", help="YAML tree files to check")
     parser.add_argument("--strict", action="store_true", help="treat warnings as errors")
     parser.add_argument("--json", action="store_true", help="print the diagnostics as JSON")
-    parser.set_defaults(handler=handle)
 
 
 def _check(path: str) -> list[Any]:

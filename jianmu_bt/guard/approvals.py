@@ -153,13 +153,9 @@ class ApprovalStore:
         """
         grant = None
         with self._lock:
-            record = self._get_open(call_id)
-            if record.status is ApprovalStatus.APPROVED:
+            record, changed = self._decide(call_id, ApprovalStatus.APPROVED, note)
+            if not changed:
                 return record
-            if record.status is ApprovalStatus.REJECTED:
-                raise ValueError(f"call {call_id} was already rejected: {record.note}")
-            record = replace(record, status=ApprovalStatus.APPROVED, note=note)
-            self._records[call_id] = record
             if record.kind is Decision.CONFIRM:
                 grant = self._add_grant(canonical_tool_name(record.tool), record.arguments, 1, note)
         self._notify(ApprovalChange("approved", call_id, record=record, grant=grant))
@@ -174,14 +170,9 @@ class ApprovalStore:
         if not isinstance(reason, str) or not reason.strip():
             raise ValueError("reject needs a reason the LLM can read, got an empty one")
         with self._lock:
-            record = self._get_open(call_id)
-            if record.status is ApprovalStatus.REJECTED:
-                return record
-            if record.status is ApprovalStatus.APPROVED:
-                raise ValueError(f"call {call_id} was already approved")
-            record = replace(record, status=ApprovalStatus.REJECTED, note=reason.strip())
-            self._records[call_id] = record
-        self._notify(ApprovalChange("rejected", call_id, record=record))
+            record, changed = self._decide(call_id, ApprovalStatus.REJECTED, reason.strip())
+        if changed:
+            self._notify(ApprovalChange("rejected", call_id, record=record))
         return record
 
     def grant(
@@ -320,6 +311,23 @@ class ApprovalStore:
                 f"no call {call_id!r} is waiting for approval; waiting: {waiting}"
             )
         return record
+
+    def _decide(
+        self, call_id: str, status: ApprovalStatus, note: str | None
+    ) -> tuple[ApprovalRecord, bool]:
+        """Move a waiting request to `status` (lock held): `(record, changed)`.
+
+        Deciding the same way twice changes nothing; the opposite decision is a ValueError.
+        """
+        record = self._get_open(call_id)
+        if record.status is status:
+            return record, False
+        if record.status is not ApprovalStatus.PENDING:
+            why = f": {record.note}" if record.status is ApprovalStatus.REJECTED else ""
+            raise ValueError(f"call {call_id} was already {record.status.value}{why}")
+        record = replace(record, status=status, note=note)
+        self._records[call_id] = record
+        return record, True
 
     def _add_grant(self, tool: str, arguments: Any, uses: int | None, note: str | None) -> Grant:
         grant = Grant(

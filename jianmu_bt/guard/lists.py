@@ -7,6 +7,7 @@ also refuses a call to `bash`, and a call to `file_write` is the same as one to 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import ClassVar
 
 from jianmu_bt.guard.context import GuardContext
 from jianmu_bt.guard.decision import Decision, GuardVerdict
@@ -15,7 +16,14 @@ from jianmu_bt.tools import Tool, ToolCall
 
 
 class _NameListPolicy(BasePolicy):
-    """A policy over a set of canonical tool names."""
+    """A policy over a set of canonical tool names: a listed call gets `decision`.
+
+    `reason` and `hint` are templates; `{tool}` is replaced by the name the call used.
+    """
+
+    decision: ClassVar[Decision]
+    reason: ClassVar[str]
+    hint: ClassVar[str | None] = None
 
     def __init__(self, names: Iterable[str], name: str | None = None) -> None:
         self.names = canonical_names(names, type(self).__name__)
@@ -25,6 +33,13 @@ class _NameListPolicy(BasePolicy):
     def matches(self, call: ToolCall, tool: Tool | None) -> bool:
         """True when the call (by its name or its tool's name) is on this list."""
         return not self.names.isdisjoint(call_names(call, tool))
+
+    def check(self, call: ToolCall, tool: Tool | None, ctx: GuardContext) -> GuardVerdict | None:
+        """`decision` for a listed tool, else no opinion."""
+        if not self.matches(call, tool):
+            return None
+        hint = self.hint.format(tool=call.name) if self.hint else None
+        return self.verdict(self.decision, call, self.reason.format(tool=call.name), hint=hint)
 
 
 class AllowList(_NameListPolicy):
@@ -52,17 +67,9 @@ class DenyList(_NameListPolicy):
     """The listed tools never run (DENY); other calls get no opinion."""
 
     name = "deny_list"
-
-    def check(self, call: ToolCall, tool: Tool | None, ctx: GuardContext) -> GuardVerdict | None:
-        """DENY for a listed tool, else no opinion."""
-        if not self.matches(call, tool):
-            return None
-        return self.verdict(
-            Decision.DENY,
-            call,
-            f"{call.name} is not allowed in this run",
-            hint=f"Do not call {call.name} again; use another tool or continue without it.",
-        )
+    decision = Decision.DENY
+    reason = "{tool} is not allowed in this run"
+    hint = "Do not call {tool} again; use another tool or continue without it."
 
 
 class ConfirmList(_NameListPolicy):
@@ -74,14 +81,8 @@ class ConfirmList(_NameListPolicy):
     """
 
     name = "confirm_list"
-
-    def check(self, call: ToolCall, tool: Tool | None, ctx: GuardContext) -> GuardVerdict | None:
-        """CONFIRM for a listed tool, else no opinion."""
-        if not self.matches(call, tool):
-            return None
-        return self.verdict(
-            Decision.CONFIRM, call, f"{call.name} is on the list of tools the user confirms first"
-        )
+    decision = Decision.CONFIRM
+    reason = "{tool} is on the list of tools the user confirms first"
 
 
 class ApprovalRequired(_NameListPolicy):
@@ -89,11 +90,5 @@ class ApprovalRequired(_NameListPolicy):
     approved (it then runs) or rejected (DENY with the reviewer's reason)."""
 
     name = "approval_required"
-
-    def check(self, call: ToolCall, tool: Tool | None, ctx: GuardContext) -> GuardVerdict | None:
-        """PENDING for a listed tool, else no opinion."""
-        if not self.matches(call, tool):
-            return None
-        return self.verdict(
-            Decision.PENDING, call, f"{call.name} runs only after a reviewer approves the call"
-        )
+    decision = Decision.PENDING
+    reason = "{tool} runs only after a reviewer approves the call"

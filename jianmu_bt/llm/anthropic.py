@@ -22,7 +22,7 @@ from jianmu_bt.llm.anthropic_wire import (
     tool_input_text,
 )
 from jianmu_bt.llm.base import LLMOptions, LLMResponse, StreamCompleted, StreamEvent, Usage
-from jianmu_bt.llm.errors import LLMRateLimitError, LLMServerError
+from jianmu_bt.llm.errors import LLMError, LLMRateLimitError, LLMServerError
 from jianmu_bt.llm.http_provider import HTTPProvider, VendorSettings, resolve_settings
 from jianmu_bt.llm.request import PreparedRequest
 from jianmu_bt.llm.retry import RetryPolicy
@@ -134,9 +134,7 @@ class AnthropicProvider(HTTPProvider):
         endpoint = self._endpoint
         assembler = StreamAssembler()
         stopped = False
-        body = self._body(request, stream=True)
-        stream = endpoint.stream_events(body, model=request.model, timeout=self._timeout(request))
-        async with aclosing(stream) as events:
+        async with aclosing(self._server_events(request)) as events:
             async for event in events:
                 payload = endpoint.decode_event(event, request.model)
                 if not isinstance(payload, Mapping):
@@ -178,20 +176,14 @@ class AnthropicProvider(HTTPProvider):
                     stopped = True
                     break
                 elif kind == "error":
-                    raise self._stream_error(payload.get("error"), request.model)
+                    raise self._error_event(payload.get("error"), request.model)
         if not stopped:
             raise endpoint.malformed(request.model, "the stream ended before 'message_stop'")
         yield StreamCompleted(assembler.build(request.model))
 
-    def _stream_error(self, error: Any, model: str) -> LLMServerError:
+    def _error_event(self, error: Any, model: str) -> LLMError:
+        """An `error` event: a `rate_limit_error` is an LLMRateLimitError, others server errors."""
         error = error if isinstance(error, Mapping) else {"message": str(error)}
         kind = error.get("type") or "error"
         cls = LLMRateLimitError if kind == "rate_limit_error" else LLMServerError
-        said = self._endpoint.redact(str(error.get("message") or ""))
-        return cls(
-            f"anthropic: the server reported {kind} inside the stream from POST {self.url} "
-            f"for model {model!r}: {said}",
-            provider="anthropic",
-            url=self.url,
-            model=model,
-        )
+        return self._stream_error(error.get("message") or "", model, kind=kind, error=cls)

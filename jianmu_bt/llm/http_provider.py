@@ -14,17 +14,20 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlparse
 
 import httpx
 from pydantic import SecretStr
 
 from jianmu_bt.llm.base import LLMOptions, LLMResponse, StreamEvent, ToolsInput
-from jianmu_bt.llm.errors import LLMConfigurationError
+from jianmu_bt.llm.errors import LLMConfigurationError, LLMError, LLMServerError
 from jianmu_bt.llm.request import PreparedRequest, prepare_request
 from jianmu_bt.llm.retry import RetryPolicy
 from jianmu_bt.llm.transport import HTTPEndpoint, check_base_url
+
+if TYPE_CHECKING:
+    from httpx_sse import ServerSentEvent
 
 DEFAULT_TIMEOUT = 120.0  # seconds per request; local models on a CPU can take this long
 
@@ -223,6 +226,34 @@ class HTTPProvider(ABC):
         async with aclosing(self._events(request)) as events:
             async for event in events:
                 yield event
+
+    async def _server_events(self, request: PreparedRequest) -> AsyncIterator[ServerSentEvent]:
+        """POST `request` as a stream and yield the reply's server-sent events (for `_events`)."""
+        body = self._body(request, stream=True)
+        stream = self._endpoint.stream_events(
+            body, model=request.model, timeout=self._timeout(request)
+        )
+        async with aclosing(stream) as events:
+            async for event in events:
+                yield event
+
+    def _stream_error(
+        self,
+        message: Any,
+        model: str,
+        *,
+        kind: str = "an error",
+        error: type[LLMError] = LLMServerError,
+    ) -> LLMError:
+        """The error for an error the server reported inside a stream (its message redacted)."""
+        name = self.vendor.name
+        return error(
+            f"{name}: the server reported {kind} inside the stream from POST {self.url} "
+            f"for model {model!r}: {self._endpoint.redact(str(message))}",
+            provider=name,
+            url=self.url,
+            model=model,
+        )
 
     @abstractmethod
     def _body(self, request: PreparedRequest, *, stream: bool) -> dict[str, Any]:

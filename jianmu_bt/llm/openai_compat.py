@@ -26,7 +26,6 @@ import httpx
 from pydantic import SecretStr
 
 from jianmu_bt.llm.base import LLMOptions, LLMResponse, StreamCompleted, StreamEvent, Usage
-from jianmu_bt.llm.errors import LLMServerError
 from jianmu_bt.llm.http_provider import HTTPProvider, VendorSettings, resolve_settings
 from jianmu_bt.llm.request import TOOL_CHOICE_WORDS, PreparedRequest
 from jianmu_bt.llm.retry import RetryPolicy
@@ -184,9 +183,7 @@ class OpenAICompatibleProvider(HTTPProvider):
         endpoint = self._endpoint
         assembler = StreamAssembler()
         done = False
-        body = self._body(request, stream=True)
-        stream = endpoint.stream_events(body, model=request.model, timeout=self._timeout(request))
-        async with aclosing(stream) as events:
+        async with aclosing(self._server_events(request)) as events:
             async for event in events:
                 if event.data.strip() == "[DONE]":
                     done = True
@@ -194,8 +191,9 @@ class OpenAICompatibleProvider(HTTPProvider):
                 chunk = endpoint.decode_event(event, request.model)
                 if not isinstance(chunk, Mapping):
                     raise endpoint.malformed(request.model, "a chunk is not an object", event.data)
-                if chunk.get("error"):
-                    raise self._stream_error(chunk["error"], request.model)
+                if error := chunk.get("error"):
+                    said = error.get("message") if isinstance(error, Mapping) else error
+                    raise self._stream_error(said, request.model)
                 assembler.set_model(chunk.get("model"))
                 if usage := _usage(chunk.get("usage")):
                     assembler.set_usage(usage)
@@ -219,13 +217,3 @@ class OpenAICompatibleProvider(HTTPProvider):
                 request.model, "the stream ended before a finish_reason or [DONE]"
             )
         yield StreamCompleted(assembler.build(request.model))
-
-    def _stream_error(self, error: Any, model: str) -> LLMServerError:
-        said = error.get("message") if isinstance(error, Mapping) else error
-        return LLMServerError(
-            f"openai: the server reported an error inside the stream from POST {self.url} "
-            f"for model {model!r}: {self._endpoint.redact(str(said))}",
-            provider="openai",
-            url=self.url,
-            model=model,
-        )

@@ -19,7 +19,7 @@ import networkx as nx
 from jianmu_bt.loader.analysis import reference_position
 from jianmu_bt.loader.diagnostics import Diagnostic
 from jianmu_bt.loader.expand import NodeRecord
-from jianmu_bt.loader.registry import Outcome, get_kind
+from jianmu_bt.loader.registry import Outcome, Path, get_kind
 from jianmu_bt.loader.state_model import FieldFacts, StateInfo
 from jianmu_bt.loader.tools_config import ToolCatalog
 from jianmu_bt.runtime.reducers import REPLACE
@@ -119,29 +119,15 @@ def _write_types(
             if src is None or dst is None or src.type == "any":
                 continue
             verdict = _compat(set(_as_json(src.type)), dst)
-            if verdict != "ok":
-                found.append(
-                    record.diagnostic(
-                        f"copies '{source}' ({src.type}) into '{target}' ({dst.type})",
-                        "type-mismatch" if verdict == "no" else "type-maybe",
-                        path,
-                        severity="error" if verdict == "no" else "warning",
-                    )
-                )
+            message = f"copies '{source}' ({src.type}) into '{target}' ({dst.type})"
+            found += _type_findings(record, verdict, message, path)
         for target, path in io.text_writes:
             dst = state.fields.get(target)
             if dst is None:
                 continue
             verdict = _compat({"string"}, dst)
-            if verdict != "ok":
-                found.append(
-                    record.diagnostic(
-                        f"writes text to '{target}', a {dst.type} field",
-                        "type-mismatch" if verdict == "no" else "type-maybe",
-                        path,
-                        severity="error" if verdict == "no" else "warning",
-                    )
-                )
+            message = f"writes text to '{target}', a {dst.type} field"
+            found += _type_findings(record, verdict, message, path)
         output = getattr(record.config, "output", None)
         if io.output_tool and output:
             tool = catalog.get(io.output_tool)
@@ -149,18 +135,21 @@ def _write_types(
             if tool is None or dst is None:
                 continue
             types = _json_types(tool.output_schema)
-            verdict = _compat(types, dst)
-            if verdict != "ok":
-                found.append(
-                    record.diagnostic(
-                        f"tool '{tool.name}' outputs {'/'.join(sorted(types))}, but "
-                        f"'{record.keys(output)}' is a {dst.type} field",
-                        "type-mismatch" if verdict == "no" else "type-maybe",
-                        ("output",),
-                        severity="error" if verdict == "no" else "warning",
-                    )
-                )
+            message = (
+                f"tool '{tool.name}' outputs {'/'.join(sorted(types))}, but "
+                f"'{record.keys(output)}' is a {dst.type} field"
+            )
+            found += _type_findings(record, _compat(types, dst), message, ("output",))
     return found
+
+
+def _type_findings(record: NodeRecord, verdict: str, message: str, path: Path) -> list[Diagnostic]:
+    """No finding for an "ok" verdict; an error for "no", a warning for "maybe" (may parse)."""
+    if verdict == "ok":
+        return []
+    if verdict == "no":
+        return [record.diagnostic(message, "type-mismatch", path, severity="error")]
+    return [record.diagnostic(message, "type-maybe", path, severity="warning")]
 
 
 def _as_json(state_type: str) -> list[str]:

@@ -35,12 +35,13 @@ Children = list[Behaviour]
 # --- composites -------------------------------------------------------------------------------
 
 
-def _sequence(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
-    return py_trees.composites.Sequence(record.name, memory=record.config.memory, children=children)
+def _composite(
+    cls: type[py_trees.composites.Sequence | py_trees.composites.Selector],
+) -> Callable[[NodeRecord, Children, BuildContext], Behaviour]:
+    def build(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
+        return cls(record.name, memory=record.config.memory, children=children)
 
-
-def _selector(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
-    return py_trees.composites.Selector(record.name, memory=record.config.memory, children=children)
+    return build
 
 
 def _parallel(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
@@ -78,43 +79,25 @@ def _parallel_outcome(config: Any, children: list[Outcome]) -> Outcome:
     )
 
 
-def _composite_name(title: str) -> Callable[[Any], str]:
+def _fixed_name(title: str) -> Callable[[Any], str]:
     return lambda config: title
 
 
-register_kind(
-    NodeKind(
-        "sequence",
-        SequenceConfig,
-        "composite",
-        _sequence,
-        outcome=_sequence_outcome,
-        default_name=_composite_name("Sequence"),
-        description=SequenceConfig.__doc__ or "",
+for _kind, _config, _build, _outcome in (
+    ("sequence", SequenceConfig, _composite(py_trees.composites.Sequence), _sequence_outcome),
+    ("selector", SelectorConfig, _composite(py_trees.composites.Selector), _selector_outcome),
+    ("parallel", ParallelConfig, _parallel, _parallel_outcome),
+):
+    register_kind(
+        NodeKind(
+            _kind,
+            _config,
+            "composite",
+            _build,
+            outcome=_outcome,
+            default_name=_fixed_name(_kind.title()),
+        )
     )
-)
-register_kind(
-    NodeKind(
-        "selector",
-        SelectorConfig,
-        "composite",
-        _selector,
-        outcome=_selector_outcome,
-        default_name=_composite_name("Selector"),
-        description=SelectorConfig.__doc__ or "",
-    )
-)
-register_kind(
-    NodeKind(
-        "parallel",
-        ParallelConfig,
-        "composite",
-        _parallel,
-        outcome=_parallel_outcome,
-        default_name=_composite_name("Parallel"),
-        description=ParallelConfig.__doc__ or "",
-    )
-)
 
 
 # --- decorators -------------------------------------------------------------------------------
@@ -167,7 +150,6 @@ register_kind(
         _decorator(py_trees.decorators.Retry, num_failures=lambda c: c.num_failures),
         outcome=_same,
         default_name=lambda c: f"Retry x{c.num_failures}",
-        description=RetryConfig.__doc__ or "",
     )
 )
 register_kind(
@@ -178,7 +160,6 @@ register_kind(
         _decorator(py_trees.decorators.Timeout, duration=lambda c: c.duration),
         outcome=_fixed(None, True),
         default_name=lambda c: f"Timeout {c.duration:g}s",
-        description=TimeoutConfig.__doc__ or "",
     )
 )
 register_kind(
@@ -191,7 +172,6 @@ register_kind(
         default_name=lambda c: (
             "Repeat forever" if c.num_success < 0 else f"Repeat x{c.num_success}"
         ),
-        description=RepeatConfig.__doc__ or "",
     )
 )
 register_kind(
@@ -202,7 +182,6 @@ register_kind(
         _decorator(py_trees.decorators.Inverter),
         outcome=_inverted,
         default_name=lambda c: "Not",
-        description=InverterConfig.__doc__ or "",
     )
 )
 register_kind(
@@ -213,7 +192,6 @@ register_kind(
         _decorator(py_trees.decorators.OneShot, policy=_one_shot_policy),
         outcome=_same,
         default_name=lambda c: "Once",
-        description=OneShotConfig.__doc__ or "",
     )
 )
 
@@ -239,8 +217,7 @@ for _name, (_cls, _ok, _fail) in _CONVERTERS.items():
             "decorator",
             _decorator(_cls),
             outcome=_fixed(_ok, _fail),
-            default_name=(lambda title: lambda c: title)(_name.replace("_", " ").capitalize()),
-            description=_config.__doc__ or "",
+            default_name=_fixed_name(_name.replace("_", " ").capitalize()),
         )
     )
 
@@ -268,7 +245,6 @@ register_kind(
         _subtree,
         outcome=_same,
         default_name=_subtree_name,
-        description=SubtreeConfig.__doc__ or "",
     )
 )
 
@@ -323,6 +299,5 @@ register_kind(
         _behaviour,
         io=_behaviour_io,
         default_name=lambda c: c.class_.rsplit(":", 1)[-1].rsplit(".", 1)[-1],
-        description=BehaviourConfig.__doc__ or "",
     )
 )

@@ -54,6 +54,13 @@ def _subset_refs(names: list[str] | None) -> list[tuple[str, Path]]:
     return [(name, ("tools", i)) for i, name in enumerate(names or ())]
 
 
+def _text_output(io: NodeIO, output: str | None) -> None:
+    """An LLM's text answer written to `output` (type-checked as text against that field)."""
+    if output:
+        io.writes[output] = ("output",)
+        io.text_writes.append((output, ("output",)))
+
+
 # --- tool step --------------------------------------------------------------------------------
 
 
@@ -93,7 +100,6 @@ register_kind(
         _tool,
         io=_tool_io,
         default_name=lambda c: c.tool,
-        description=ToolStepConfig.__doc__ or "",
     )
 )
 
@@ -135,9 +141,7 @@ def _llm_io(config: LLMStepConfig) -> NodeIO:
     io.writes[config.messages_key] = ("messages_key",)
     io.writes[config.actions_key] = ("actions_key",)
     io.writes.setdefault("usage", ())
-    if config.output:
-        io.writes[config.output] = ("output",)
-        io.text_writes.append((config.output, ("output",)))
+    _text_output(io, config.output)
     return io
 
 
@@ -168,7 +172,6 @@ register_kind(
         _executor,
         io=_executor_io,
         default_name=lambda c: "Tools",
-        description=ExecutorConfig.__doc__ or "",
     )
 )
 register_kind(
@@ -179,7 +182,6 @@ register_kind(
         _llm,
         io=_llm_io,
         default_name=lambda c: "LLM",
-        description=LLMStepConfig.__doc__ or "",
     )
 )
 
@@ -194,9 +196,7 @@ def _agent_io(config: AgentConfig) -> NodeIO:
     io.reads[config.messages_key] = ("messages_key",)
     for key in (config.messages_key, "actions", "usage", "tool_effects", "guard"):
         io.writes.setdefault(key, ("messages_key",) if key == config.messages_key else ())
-    if config.output:
-        io.writes[config.output] = ("output",)
-        io.text_writes.append((config.output, ("output",)))
+    _text_output(io, config.output)
     return io
 
 
@@ -252,7 +252,6 @@ register_kind(
         _agent,
         io=_agent_io,
         default_name=lambda c: "Agent",
-        description=AgentConfig.__doc__ or "",
     )
 )
 
@@ -309,7 +308,6 @@ register_kind(
         io=_condition_io,
         outcome=_condition_outcome,
         default_name=lambda c: _short(c.check),
-        description=ConditionConfig.__doc__ or "",
     )
 )
 
@@ -347,6 +345,5 @@ register_kind(
         io=_set_io,
         outcome=lambda config, children: Outcome(can_succeed=True, can_fail=False),
         default_name=lambda c: _short("set " + ", ".join(c.values)),
-        description=SetConfig.__doc__ or "",
     )
 )

@@ -100,7 +100,8 @@ class NodeKind:
     - `build(record, children, ctx)` returns the py_trees behaviour (children already built);
     - `io(config)` lists the state keys it reads and writes (raise NodeProblem for bad config);
     - `outcome(config, child_outcomes)` says whether it can succeed and fail;
-    - `default_name(config)` names a node the file leaves unnamed.
+    - `default_name(config)` names a node the file leaves unnamed;
+    - `description` (by default the config model's docstring) documents it in the JSON Schema.
     """
 
     name: str
@@ -110,7 +111,11 @@ class NodeKind:
     io: Callable[[Any], NodeIO] = _no_io
     outcome: Callable[[Any, list[Outcome]], Outcome] = _either
     default_name: Callable[[Any], str] | None = None
-    description: str = ""
+    description: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.description is None:
+            object.__setattr__(self, "description", self.config.__doc__ or "")
 
     def display_name(self, config: Any) -> str:
         """The name of a node of this kind the file did not name."""

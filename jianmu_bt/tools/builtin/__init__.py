@@ -33,6 +33,7 @@ _EXPORTS: dict[str, str] = {
     "PythonREPLTool": "python_repl",
     "BashTool": "bash",
     "CommandPolicy": "bash",
+    "SandboxedTool": "sandboxed",
 }
 
 __all__ = sorted(_EXPORTS)

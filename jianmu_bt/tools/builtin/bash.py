@@ -1,9 +1,9 @@
 """bash: run a shell command in a sandbox, with a timeout, output caps and the exit code.
 
-Like python_repl, the command never runs in the caller's process: each call goes to a runner (a
-LocalSandbox per call by default). Inside the sandbox the command runs under `bash -c` (or
-`/bin/sh -c` where bash is missing) in its own process group, which is killed at the timeout and
-when the shell exits, so background jobs do not outlive the call.
+Like python_repl, the command never runs in the caller's process (see `SandboxedTool`): each call
+goes to a runner (a LocalSandbox per call by default). Inside the sandbox the command runs under
+`bash -c` (or `/bin/sh -c` where bash is missing) in its own process group, which is killed at the
+timeout and when the shell exits, so background jobs do not outlive the call.
 
 An optional allow-list or deny-list of command names is checked before anything runs. It helps
 keep an agent to the commands it is meant to use; it is not a security boundary (shells have
@@ -25,11 +25,9 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from jianmu_bt.sandbox.context import inside_sandbox
 from jianmu_bt.sandbox.limits import SandboxLimits
-from jianmu_bt.sandbox.local import LocalSandbox
-from jianmu_bt.sandbox.runner import InProcessRunner, ToolRunner
-from jianmu_bt.tools.base import Tool
+from jianmu_bt.sandbox.runner import ToolRunner
+from jianmu_bt.tools.builtin.sandboxed import SandboxedTool
 
 _SEPARATORS = {";", "&&", "||", "|", "&", "(", ")", "|&", ";;", "{", "}", "!"}
 _KEYWORDS = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "case", "esac"}
@@ -100,7 +98,7 @@ class CommandPolicy:
         return None
 
 
-class BashTool(Tool):
+class BashTool(SandboxedTool):
     """Run a shell command in an isolated sandbox; returns stdout, stderr and the exit code."""
 
     name = "bash"
@@ -122,6 +120,7 @@ class BashTool(Tool):
     }
     parallel_safe = False
     effect_tags = ("exec",)
+    work = "commands"
 
     def __init__(
         self,
@@ -135,15 +134,12 @@ class BashTool(Tool):
         limits: SandboxLimits | Mapping[str, Any] | None = None,
         workspace: Any = None,
     ) -> None:
-        self.runner = runner
-        self.workspace = getattr(workspace, "root", workspace)
+        super().__init__(runner=runner, limits=limits, workspace=workspace)
         self.timeout_seconds = timeout
         self.max_output_bytes = max_output_bytes
         self.policy = CommandPolicy(allow, deny)
         self.shell = shell
-        self.limits = limits
         self.sandbox_limits = {"timeout": timeout + _GRACE}
-        self._owned: LocalSandbox | None = None
 
     def sandbox_kwargs(self) -> dict[str, Any]:
         """Constructor arguments for the copy of this tool inside the sandbox."""
@@ -155,39 +151,11 @@ class BashTool(Tool):
             "shell": self.shell,
         }
 
-    async def execute(
-        self,
-        args: Any = None,
-        injected: Mapping[str, Any] | None = None,
-        runner: ToolRunner | None = None,
-        prefer_injected: bool = True,
-    ) -> Any:
-        """Check the policy here, then send the call to a sandbox runner (never in-process)."""
-        merged = self.merge_args(args, injected, prefer_injected)
-        if isinstance(merged, Mapping) and isinstance(merged.get("command"), str):
-            refused = self.policy.check(merged["command"])
-            if refused:
-                return refused
-        chosen = runner or self.runner
-        if chosen is None:
-            if self._owned is None:
-                self._owned = LocalSandbox(self.limits, workspace=self.workspace)
-            chosen = self._owned
-        if isinstance(chosen, InProcessRunner):
-            return "Error: bash never runs commands in-process; give it a sandbox runner"
-        return await chosen.run(self, merged)
-
-    async def aclose(self) -> None:
-        """Remove the sandbox this tool made for itself (its temporary workspace)."""
-        if self._owned is not None:
-            await self._owned.aclose()
-            self._owned = None
-
-    async def execute_local(self, args: Any) -> Any:
-        """Run the command here, which is allowed only inside a sandbox worker."""
-        if not inside_sandbox():
-            return "Error: bash runs commands only inside a sandbox worker (LocalSandbox/Docker)"
-        return await super().execute_local(args)
+    def refuse(self, args: Any) -> str | None:
+        """The command policy, checked here before the call goes to a sandbox."""
+        if isinstance(args, Mapping) and isinstance(args.get("command"), str):
+            return self.policy.check(args["command"])
+        return None
 
     def run(self, input: Any) -> Any:
         """Run the command (in the sandbox worker) and collect its output and exit code."""

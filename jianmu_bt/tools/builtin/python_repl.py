@@ -21,11 +21,9 @@ import uuid
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from jianmu_bt.sandbox.context import inside_sandbox
 from jianmu_bt.sandbox.limits import SandboxLimits
-from jianmu_bt.sandbox.local import LocalSandbox
-from jianmu_bt.sandbox.runner import InProcessRunner, ToolRunner
-from jianmu_bt.tools.base import Tool
+from jianmu_bt.sandbox.runner import ToolRunner
+from jianmu_bt.tools.builtin.sandboxed import SandboxedTool
 
 _VALUE_CHARS = 10_000
 
@@ -61,7 +59,7 @@ class CappedText(io.TextIOBase):
         return body
 
 
-class PythonREPLTool(Tool):
+class PythonREPLTool(SandboxedTool):
     """Run Python code in an isolated sandbox; returns stdout, stderr and the last value."""
 
     name = "python_repl"
@@ -80,6 +78,7 @@ class PythonREPLTool(Tool):
     }
     parallel_safe = False
     effect_tags = ("exec",)
+    work = "code"
 
     def __init__(
         self,
@@ -92,14 +91,12 @@ class PythonREPLTool(Tool):
         session_id: str | None = None,
         workspace: Any = None,
     ) -> None:
-        self.runner = runner
-        self.workspace = getattr(workspace, "root", workspace)
+        # A session needs one long-lived (warm) worker; otherwise a fresh process per call.
+        super().__init__(runner=runner, limits=limits, workspace=workspace, warm=session)
         self.session = session
         self.max_output_chars = max_output_chars
-        self.limits = limits
         self.session_id = session_id or (uuid.uuid4().hex if session else None)
         self.sandbox_limits = {"timeout": timeout}
-        self._owned: LocalSandbox | None = None
         self._namespace: dict[str, Any] | None = None
         self._calls = 0
 
@@ -112,29 +109,9 @@ class PythonREPLTool(Tool):
             "timeout": self.sandbox_limits["timeout"],
         }
 
-    def _runner(self, runner: ToolRunner | None) -> ToolRunner:
-        if runner is not None:
-            return runner
-        if self.runner is not None:
-            return self.runner
-        if self._owned is None:
-            # A session needs one long-lived worker; otherwise a fresh process per call.
-            self._owned = LocalSandbox(self.limits, warm=self.session, workspace=self.workspace)
-        return self._owned
-
-    async def execute(
-        self,
-        args: Any = None,
-        injected: Mapping[str, Any] | None = None,
-        runner: ToolRunner | None = None,
-        prefer_injected: bool = True,
-    ) -> Any:
-        """Send the call to a sandbox runner (never in-process); see the module doc."""
-        merged = self.merge_args(args, injected, prefer_injected)
-        chosen = self._runner(runner)
-        if isinstance(chosen, InProcessRunner):
-            return "Error: python_repl never runs code in-process; give it a sandbox runner"
-        raw = await chosen.run(self, merged)
+    async def run_in_sandbox(self, args: Any, runner: ToolRunner | None = None) -> Any:
+        """The sandbox's result, noting when a session worker was replaced (variables lost)."""
+        raw = await super().run_in_sandbox(args, runner)
         if self.session and isinstance(raw, dict) and isinstance(raw.get("output"), dict):
             output = raw["output"]
             if output.get("session_call") == 1 and self._calls > 0:
@@ -144,24 +121,6 @@ class PythonREPLTool(Tool):
             self._calls = 0
             raw["error"] += " (the session was restarted: earlier variables are gone)"
         return raw
-
-    async def aclose(self) -> None:
-        """Stop the sandbox this tool started for itself (its session worker, if any)."""
-        if self._owned is not None:
-            await self._owned.aclose()
-            self._owned = None
-
-    async def __aenter__(self) -> PythonREPLTool:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    async def execute_local(self, args: Any) -> Any:
-        """Run the code here, which is allowed only inside a sandbox worker."""
-        if not inside_sandbox():
-            return "Error: python_repl runs code only inside a sandbox worker (LocalSandbox/Docker)"
-        return await super().execute_local(args)
 
     def run(self, input: Any) -> Any:
         """Execute the code (in the sandbox worker) and collect its output."""

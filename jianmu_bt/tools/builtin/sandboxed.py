@@ -1,0 +1,102 @@
+"""SandboxedTool: the base of tools whose `run` must never happen in the caller's process.
+
+`bash` and `python_repl` run arbitrary commands and code, so every call goes to a sandbox
+runner: the one passed to the call, else the tool's own `runner`, else a LocalSandbox the tool
+starts for itself (removed by `aclose()`). An in-process runner is refused, and `execute_local`
+refuses to run outside a sandbox worker, so the work cannot end up in the caller by mistake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar, Self
+
+from jianmu_bt.sandbox.context import inside_sandbox
+from jianmu_bt.sandbox.limits import SandboxLimits
+from jianmu_bt.sandbox.local import LocalSandbox
+from jianmu_bt.sandbox.runner import InProcessRunner, ToolRunner
+from jianmu_bt.tools.base import Tool
+
+
+class SandboxedTool(Tool):
+    """A tool that runs only inside a sandbox worker; subclasses write `run` as usual.
+
+    `work` names what the tool runs ("commands", "code") in its refusals. `refuse(args)` may
+    turn a call down in the caller's process, before anything is sent to a sandbox.
+    """
+
+    work: ClassVar[str] = "work"
+
+    def __init__(
+        self,
+        *,
+        runner: ToolRunner | None,
+        limits: SandboxLimits | Mapping[str, Any] | None,
+        workspace: Any,
+        warm: bool = False,
+    ) -> None:
+        self.runner = runner
+        self.workspace = getattr(workspace, "root", workspace)
+        self.limits = limits
+        self._warm = warm
+        self._owned: LocalSandbox | None = None
+
+    def refuse(self, args: Any) -> str | None:
+        """An error for a call that must not run (checked before sending it), else None."""
+        return None
+
+    def sandbox_runner(self, runner: ToolRunner | None = None) -> ToolRunner:
+        """The runner a call goes to: `runner`, else the tool's own, else a LocalSandbox."""
+        if runner is not None:
+            return runner
+        if self.runner is not None:
+            return self.runner
+        if self._owned is None:
+            # A warm sandbox keeps one long-lived worker; otherwise a fresh process per call.
+            self._owned = LocalSandbox(self.limits, warm=self._warm, workspace=self.workspace)
+        return self._owned
+
+    async def execute(
+        self,
+        args: Any = None,
+        injected: Mapping[str, Any] | None = None,
+        runner: ToolRunner | None = None,
+        prefer_injected: bool = True,
+    ) -> Any:
+        """Check `refuse`, then send the call to a sandbox runner (never in-process)."""
+        merged = self.merge_args(args, injected, prefer_injected)
+        refused = self.refuse(merged)
+        if refused:
+            return refused
+        return await self.run_in_sandbox(merged, runner)
+
+    async def run_in_sandbox(self, args: Any, runner: ToolRunner | None = None) -> Any:
+        """The raw result of the call from its sandbox runner (an error for an in-process one)."""
+        chosen = self.sandbox_runner(runner)
+        if isinstance(chosen, InProcessRunner):
+            return (
+                f"Error: {type(self).name} never runs {self.work} in-process; "
+                "give it a sandbox runner"
+            )
+        return await chosen.run(self, args)
+
+    async def execute_local(self, args: Any) -> Any:
+        """Run here, which is allowed only inside a sandbox worker."""
+        if not inside_sandbox():
+            return (
+                f"Error: {type(self).name} runs {self.work} only inside a sandbox worker "
+                "(LocalSandbox/Docker)"
+            )
+        return await super().execute_local(args)
+
+    async def aclose(self) -> None:
+        """Stop the sandbox this tool started for itself (its workspace, its warm worker)."""
+        if self._owned is not None:
+            await self._owned.aclose()
+            self._owned = None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
