@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import anyio
-import anyio.from_thread
-import anyio.lowlevel
+
+from jianmu_bt.runtime.context import LoopHandle
 
 
 class ThreadSafeEvent:
@@ -16,15 +15,11 @@ class ThreadSafeEvent:
 
     def __init__(self) -> None:
         self._event = anyio.Event()
-        self._thread = threading.get_ident()
-        self._token = anyio.lowlevel.current_token()
+        self._loop = LoopHandle()
 
     def set(self) -> None:
-        """Wake the waiter, from the loop's thread or any other."""
-        if threading.get_ident() == self._thread:
-            self._event.set()
-        else:
-            anyio.from_thread.run_sync(self._event.set, token=self._token)
+        """Wake the waiter, from the loop's thread or any other (never blocks the caller)."""
+        self._loop.call_soon(self._event.set)
 
     def clear(self) -> None:
         """Re-arm after a wake-up."""

@@ -80,7 +80,7 @@ class ToolExecutor(AsyncNode):
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
         if isinstance(toolset, ToolSet) or toolset is None:
-            self.toolset = toolset or ToolSet()
+            self.toolset = ToolSet() if toolset is None else toolset
         else:
             self.toolset = ToolSet.from_tools(toolset)
         self.actions_key = actions_key
@@ -109,20 +109,23 @@ class ToolExecutor(AsyncNode):
         calls = [c.with_id() for c in given]
         if any(c.id != g.id for c, g in zip(calls, given, strict=True)):
             state.set(self.actions_key, calls)  # the new ids must survive a snapshot
-        answered = {
-            m.get("tool_call_id")
-            for m in state.read_port(self.messages_key) or ()
-            if isinstance(m, Mapping) and m.get("role") == "tool"
-        }
+        answered = _answered_ids(state.read_port(self.messages_key) or ())
         todo = [c for c in calls if c.id not in answered]
         results: dict[str, ToolResult] = {}
-        guard = self._guard()
-        runnable = todo
-        if guard is not None:
-            runnable = await self._preflight(guard, todo, results)
-        await self._execute(runnable, results)
-        self.last_results = results
-        self._publish(todo, results)
+        complete = False
+        try:
+            guard = self._guard()
+            runnable = todo
+            if guard is not None:
+                runnable = await self._preflight(guard, todo, results)
+            await self._execute(runnable, results)
+            complete = True
+        finally:
+            # Also on a halt mid-batch: the calls that finished are recorded, so they do not
+            # run again when the executor is entered again; the rest stay in `actions`.
+            self.last_results = results
+            if results or complete:
+                self._publish(todo, results, complete)
         return True
 
     def _guard(self) -> Any:
@@ -224,12 +227,16 @@ class ToolExecutor(AsyncNode):
             guard=self._guard(),
         )
 
-    def _publish(self, calls: list[ToolCall], results: dict[str, ToolResult]) -> None:
-        """Write observations, effects, guard state, and clear the batch — in one state update."""
+    def _publish(
+        self, calls: list[ToolCall], results: dict[str, ToolResult], complete: bool = True
+    ) -> None:
+        """Write observations, effects, guard state and, once the batch is complete, clear it —
+        in one state update."""
         updates: dict[str, Any] = {
             self.messages_key: [tool_message(c, results[c.id]) for c in calls if c.id in results],
-            self.actions_key: [],
         }
+        if complete:
+            updates[self.actions_key] = []
         if self.effects_key and self.effects_key in self.state.fields:
             effects: dict[str, int] = {}
             for call in calls:
@@ -248,3 +255,17 @@ class ToolExecutor(AsyncNode):
     def _save_guard(self, guard: Any) -> None:
         if self.guard_key and self.guard_key in self.state.fields:
             self.state.set(self.guard_key, guard.snapshot())
+
+
+def _answered_ids(messages: Iterable[Any]) -> set[str]:
+    """Ids of the tool messages since the last assistant message: calls of the current batch
+    that already ran (a server may reuse ids across turns, so older answers do not count)."""
+    answered: set[str] = set()
+    for message in reversed(list(messages)):
+        if not isinstance(message, Mapping):
+            continue
+        if message.get("role") == "assistant":
+            break
+        if message.get("role") == "tool" and message.get("tool_call_id"):
+            answered.add(message["tool_call_id"])
+    return answered

@@ -7,11 +7,16 @@ runs it in the runner's task group and wakes the runner when it ends.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import threading
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 
 from jianmu_bt.runtime.events import EventBus
 
@@ -19,6 +24,36 @@ if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
     from jianmu_bt.runtime.state import StateManager
+
+
+class LoopHandle:
+    """Runs a callback in the event loop that created the handle, from any thread, without waiting.
+
+    From the loop's own thread the callback runs at once; from another thread it is scheduled
+    with `call_soon_threadsafe` (or anyio's portal call on other backends). A loop that has
+    already stopped drops the callback.
+    """
+
+    __slots__ = ("_loop", "_thread", "_token")
+
+    def __init__(self) -> None:
+        self._thread = threading.get_ident()
+        try:
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:  # not asyncio
+            self._loop = None
+        self._token = anyio.lowlevel.current_token()
+
+    def call_soon(self, callback: Callable[[], Any]) -> None:
+        """Run `callback` in the loop: now when on its thread, soon otherwise."""
+        if threading.get_ident() == self._thread:
+            callback()
+        elif self._loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody to wake
+                self._loop.call_soon_threadsafe(callback)
+        else:
+            with contextlib.suppress(RuntimeError):
+                anyio.from_thread.run_sync(callback, token=self._token)
 
 
 class TaskHandle:
@@ -70,6 +105,11 @@ class RunContext:
         """Called by the runner: where spawned work runs and how to wake the runner."""
         self._task_group = task_group
         self._wake = wake if task_group is not None else _noop
+
+    @property
+    def attachment(self) -> tuple[TaskGroup | None, Callable[[], None]]:
+        """The current (task group, wake) pair, to restore after a nested run."""
+        return self._task_group, self._wake
 
     def wake(self) -> None:
         """Ask the runner for a tick soon (something changed)."""

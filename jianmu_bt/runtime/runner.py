@@ -9,9 +9,7 @@ running after `run`/`arun` return.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,7 +21,7 @@ import anyio.lowlevel
 import py_trees
 from py_trees.common import Status
 
-from jianmu_bt.runtime.context import RunContext
+from jianmu_bt.runtime.context import LoopHandle, RunContext
 from jianmu_bt.runtime.events import EventBus
 from jianmu_bt.runtime.state import StateManager
 
@@ -95,8 +93,7 @@ class TreeRunner:
         self._timeouts = [n for n in self.nodes if isinstance(n, py_trees.decorators.Timeout)]
         self._changed = True
         self._wake_event: anyio.Event | None = None
-        self._loop_thread: int | None = None
-        self._loop_token: Any = None
+        self._loop_handle: LoopHandle | None = None
         self._portal_cm: Any = None
         self._portal: Any = None
         self._host_done: anyio.Event | None = None
@@ -120,14 +117,10 @@ class TreeRunner:
 
     def wake(self) -> None:
         """Ask for a tick soon; safe to call from any thread."""
-        event = self._wake_event
-        if event is None or event.is_set():
+        event, loop = self._wake_event, self._loop_handle
+        if event is None or event.is_set() or loop is None:
             return
-        if threading.get_ident() == self._loop_thread:
-            event.set()
-        elif self._loop_token is not None:
-            with contextlib.suppress(RuntimeError):  # the loop may have finished meanwhile
-                anyio.from_thread.run_sync(event.set, token=self._loop_token)
+        loop.call_soon(event.set)  # never blocks the writing thread
 
     # -- ticking ---------------------------------------------------------------------------
 
@@ -225,8 +218,9 @@ class TreeRunner:
             self.state.update(inputs)
         self._error = ""
         started = time.monotonic()
-        self._loop_thread = threading.get_ident()
-        self._loop_token = anyio.lowlevel.current_token()
+        # A run inside the loop that step-by-step ticks use must give that loop back afterwards.
+        outer_loop, outer_attachment = self._loop_handle, self.context.attachment
+        self._loop_handle = LoopHandle()
         status = Status.FAILURE
         try:
             async with anyio.create_task_group() as task_group:
@@ -246,10 +240,9 @@ class TreeRunner:
                     if self.context.in_flight:  # cancelling formats a message: skip when idle
                         task_group.cancel_scope.cancel()
         finally:
-            self.context.attach(None, self.wake)
+            self.context.attach(*outer_attachment)
             self._wake_event = None
-            self._loop_thread = None
-            self._loop_token = None
+            self._loop_handle = outer_loop
         result = RunResult(
             status=status,
             state=self.state.get(),
@@ -299,8 +292,7 @@ class TreeRunner:
 
     async def _host(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         # Holds the task group that step-by-step ticks spawn node work into.
-        self._loop_thread = threading.get_ident()
-        self._loop_token = anyio.lowlevel.current_token()
+        self._loop_handle = LoopHandle()
         self._host_done = anyio.Event()
         async with anyio.create_task_group() as task_group:
             self.context.attach(task_group, self.wake)
@@ -324,7 +316,7 @@ class TreeRunner:
                 self._portal.call(self._host_done.set)
             self._portal_cm.__exit__(None, None, None)
             self._portal = self._portal_cm = self._host_done = None
-            self._loop_thread = self._loop_token = None
+            self._loop_handle = None
 
     def __enter__(self) -> TreeRunner:
         return self

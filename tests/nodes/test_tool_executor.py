@@ -206,3 +206,66 @@ def test_register_tool_adds_to_the_set():
 def test_executor_never_declares_the_agent_finished():
     _, result = execute([{"name": "fetch", "arguments": {"url": "x"}}])
     assert result.status == Status.SUCCESS and result.state["final_answer"] is None
+
+
+def test_ids_reused_in_an_earlier_turn_do_not_count_as_answered():
+    ran = []
+
+    @tool
+    def once(tag: str) -> str:
+        """Record a run."""
+        ran.append(tag)
+        return tag
+
+    state = StateManager(AgentState)
+    state.append_port_messages(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [ToolCall("once", {"tag": "old"}, "call_0").to_openai()],
+        },
+        {"role": "tool", "tool_call_id": "call_0", "name": "once", "content": "old"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [ToolCall("once", {"tag": "new"}, "call_0").to_openai()],
+        },
+    )
+    state.set("actions", [ToolCall("once", {"tag": "new"}, "call_0")])
+    TreeRunner(ToolExecutor([once]), state).run()
+    assert ran == ["new"]
+
+
+def test_an_empty_toolset_keeps_its_runner():
+    class Runner:
+        async def run(self, tool, args):
+            return "x"
+
+    runner = Runner()
+    assert ToolExecutor(ToolSet(runner=runner)).toolset.runner is runner
+
+
+def test_a_halt_mid_batch_keeps_finished_calls_and_the_rest_run_later():
+    ran = []
+    release = {"hang": True}
+
+    @tool(parallel_safe=False)
+    async def step(tag: str) -> str:
+        """A step that may hang."""
+        if tag == "b" and release["hang"]:
+            await anyio.sleep(60)
+        ran.append(tag)
+        return tag
+
+    state = StateManager(AgentState)
+    state.set(
+        "actions", [ToolCall("step", {"tag": "a"}, "c1"), ToolCall("step", {"tag": "b"}, "c2")]
+    )
+    halted = TreeRunner(ToolExecutor([step]), state).run(timeout=0.5)
+    assert halted.status == Status.FAILURE and ran == ["a"]
+    assert [m["tool_call_id"] for m in state.get("messages")] == ["c1"]
+    assert [c.id for c in state.get("actions")] == ["c1", "c2"]
+    release["hang"] = False
+    assert TreeRunner(ToolExecutor([step]), state).run(timeout=5).ok
+    assert ran == ["a", "b"]  # a did not run twice
+    assert state.get("actions") == []

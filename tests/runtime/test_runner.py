@@ -282,3 +282,45 @@ def test_success_has_no_failure_reason_even_if_a_branch_failed():
     )
     result = run(root)
     assert result.status == Status.SUCCESS and result.reason == ""
+
+
+def test_a_blocking_run_after_step_by_step_ticks_leaves_ticking_working():
+    first = Sleep("first", 0.01)
+    with TreeRunner(first, StateManager(Counter)) as runner:
+        assert runner.tick() == Status.RUNNING
+        assert runner.run(timeout=5).status == Status.SUCCESS
+        statuses = [runner.tick()]
+        deadline = time.monotonic() + 5
+        while statuses[-1] == Status.RUNNING and time.monotonic() < deadline:
+            time.sleep(0.02)
+            statuses.append(runner.tick())
+    assert statuses[-1] == Status.SUCCESS
+
+
+def test_wake_from_another_thread_never_blocks_the_writer():
+    state = StateManager(Counter)
+    runner = TreeRunner(Sleep("wait", 0.3), state)
+    blocked = []
+
+    def writer():
+        started = time.monotonic()
+        for i in range(50):
+            state.set("count", i)
+        blocked.append(time.monotonic() - started)
+
+    thread = threading.Thread(target=writer)
+
+    class StartWriter(AsyncNode):
+        async def run_async(self):
+            thread.start()
+            await anyio.sleep(0.2)
+
+    root = py_trees.composites.Parallel(
+        "p",
+        policy=py_trees.common.ParallelPolicy.SuccessOnAll(),
+        children=[StartWriter("w"), Sleep("s", 0.3)],
+    )
+    runner = TreeRunner(root, state)
+    assert runner.run(timeout=10).status == Status.SUCCESS
+    thread.join(5)
+    assert state.get("count") == 49 and blocked
