@@ -1,12 +1,11 @@
 """Calculator evaluation time next to simpleeval on the same expressions.
 
-Both parse the expression text and walk its AST on every call (measured in alternating
-batches, medians of 21); simpleeval gets the same math
+Both parse the expression text and walk its AST on every call; simpleeval gets the same math
 functions and constants. Measured: `Calculator.evaluate(text)` against `SimpleEval.eval(text)`
 (`pip install -e ".[bench]"` for simpleeval). Target: no slower (ratio = simpleeval / ours >= 1).
 The last row adds what a tool call costs on top (`ToolSet.call` of the calculator).
 
-Run: python benchmarks/bench_calculator.py
+Run: python benchmarks/bench_calculator.py [--quick]
 """
 
 from __future__ import annotations
@@ -14,37 +13,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness import Row, per_call_async, print_table
-
+from benchmarks.harness import (
+    Row,
+    Section,
+    Settings,
+    ainterleave,
+    aper_call,
+    faster,
+    interleave,
+    optional,
+    per_call,
+)
+from benchmarks.harness import info as info_row
+from benchmarks.suite import main
 from jianmu_bt.tools import ToolSet
 from jianmu_bt.tools.builtin.calculator import CONSTANTS, FUNCTIONS, Calculator, CalculatorError
-
-CALLS, REPEATS = 1000, 21
-
-
-def side_by_side(ours: Callable[[], object], anchor: Callable[[], object]) -> tuple[float, float]:
-    """Median seconds per call of each, measured in alternating batches after a warm-up.
-
-    Alternating keeps a change in machine load from favouring whichever ran second.
-    """
-    ours_samples, anchor_samples = [], []
-    for repeat in range(REPEATS + 1):
-        for fn, samples in ((ours, ours_samples), (anchor, anchor_samples)):
-            start = time.perf_counter()
-            for _ in range(CALLS):
-                fn()
-            if repeat:  # the first round is the warm-up
-                samples.append((time.perf_counter() - start) / CALLS)
-    return statistics.median(ours_samples), statistics.median(anchor_samples)
-
 
 EXPRESSIONS = {
     "small integer arithmetic": "2 + 3 * 4 - 10 // 3",
@@ -54,46 +42,61 @@ EXPRESSIONS = {
     "exact big integers": "2 ** 1000 * 3 ** 500 - 7 ** 300",
     "nested parentheses": "((((1 + 2) * (3 + 4)) / ((5 - 6) * (7 + 8))) ** 2)",
 }
+TOO_BIG = "9**9**9"
 
 
-def main() -> None:
-    try:
-        from simpleeval import NumberTooHigh, SimpleEval
-    except ImportError:
-        sys.exit("simpleeval is not installed: pip install -e '.[bench]'")
-
+def calculator(settings: Settings) -> Section:
+    """Each expression through our Calculator next to simpleeval, per evaluation."""
+    simpleeval, missing = optional("simpleeval")
+    calls, rounds = settings.pick(1000, 200), settings.pick(21, 5)
     ours = Calculator()
-    functions = {**FUNCTIONS, "factorial": math.factorial, "pow": pow, "round": round}
-    anchor = SimpleEval(functions=functions, names=dict(CONSTANTS))
-
-    rows = []
-    for what, text in EXPRESSIONS.items():
-        expected = anchor.eval(text)
-        assert ours.evaluate(text) == expected, (what, ours.evaluate(text), expected)
-        mine, theirs = side_by_side(lambda t=text: ours.evaluate(t), lambda t=text: anchor.eval(t))
-        rows.append(Row(what, mine, theirs, "simpleeval", 1))
 
     def refuse_ours() -> None:
         with contextlib.suppress(CalculatorError):
-            ours.evaluate("9**9**9")
+            ours.evaluate(TOO_BIG)
 
-    def refuse_anchor() -> None:
-        with contextlib.suppress(NumberTooHigh):
-            anchor.eval("9**9**9")
+    samplers = {
+        f"ours {what}": per_call(lambda t=text: ours.evaluate(t), calls)
+        for what, text in EXPRESSIONS.items()
+    }
+    samplers["ours refuse"] = per_call(refuse_ours, calls)
+    if simpleeval is not None:
+        functions = {**FUNCTIONS, "factorial": math.factorial, "pow": pow, "round": round}
+        anchor = simpleeval.SimpleEval(functions=functions, names=dict(CONSTANTS))
+        for what, text in EXPRESSIONS.items():
+            assert ours.evaluate(text) == anchor.eval(text), what  # the same answers
+            samplers[f"anchor {what}"] = per_call(lambda t=text: anchor.eval(t), calls)
 
-    mine, theirs = side_by_side(refuse_ours, refuse_anchor)
-    rows.append(Row("refusing 9**9**9", mine, theirs, "simpleeval", 1))
+        def refuse_anchor() -> None:
+            with contextlib.suppress(simpleeval.NumberTooHigh):
+                anchor.eval(TOO_BIG)
 
+        samplers["anchor refuse"] = per_call(refuse_anchor, calls)
+    t = interleave(samplers, rounds, warmup=1)
+
+    rows: list[Row] = [
+        faster(what, t[f"ours {what}"], t.get(f"anchor {what}"), "simpleeval", 1, missing)
+        for what in EXPRESSIONS
+    ]
+    rows.append(
+        faster(
+            f"refusing {TOO_BIG}",
+            t["ours refuse"],
+            t.get("anchor refuse"),
+            "simpleeval",
+            1,
+            missing,
+        )
+    )
     tools = ToolSet.resolve(["calculator"])
     text = EXPRESSIONS["small integer arithmetic"]
-    tool_call = asyncio.run(
-        per_call_async(lambda: tools.call("calculator", {"expression": text}), CALLS, REPEATS)
-    )
-    rows.append(
-        Row("ToolSet.call('calculator'), small arithmetic", tool_call, rows[0].anchor, "simpleeval")
-    )
-    print_table("Evaluation time per expression; ratio = simpleeval / ours (target >= 1)", rows)
+    call = aper_call(lambda: tools.call("calculator", {"expression": text}), calls)
+    tool_call = asyncio.run(ainterleave({"call": call}, rounds, warmup=1))["call"]
+    rows.append(info_row("  ToolSet.call('calculator'), small arithmetic", min(tool_call)))
+    return Section("Calculator: time per evaluation (ratio simpleeval / ours)", rows)
 
+
+AREAS = {"calculator": calculator}
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(AREAS))

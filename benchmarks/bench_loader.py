@@ -8,28 +8,27 @@ The anchor: `py_trees.parsers.behaviour_tree_xml.parse_behaviour_tree_xml` with 
 readers and writers (parse, import pre-pass, key remapping, behaviours with ports). Target: no
 slower than the anchor (ratio anchor/ours >= 1).
 
-Run: python benchmarks/bench_loader.py
+Run: python benchmarks/bench_loader.py [--quick]
 """
 
 from __future__ import annotations
 
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 import py_trees
-from harness import Row, print_table
 from py_trees.parsers.behaviour_tree_xml import parse_behaviour_tree_xml
 from py_trees.ports import PortInformation, PortsMixin
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.harness import Section, Settings, faster, interleave
+from benchmarks.suite import main
 from jianmu_bt.loader import load_tree
 
 GROUPS = 111  # 9 nodes a group + the root = 1,000 nodes
-REPEATS, WARMUP = 7, 2
 
 
 class Writer(PortsMixin, py_trees.behaviour.Behaviour, register=False):
@@ -55,6 +54,7 @@ class Reader(PortsMixin, py_trees.behaviour.Behaviour, register=False):
 
 
 def yaml_text() -> str:
+    """The 1,000-node tree in our YAML format."""
     lines = ["version: 1", "name: bench", "state:"]
     lines += [f"  k{i}: {{type: integer, default: 0}}" for i in range(GROUPS)]
     lines += ["root:", "  sequence:", "    name: root", "    children:"]
@@ -76,6 +76,7 @@ def yaml_text() -> str:
 
 
 def xml_text() -> str:
+    """The same tree in py_trees' BehaviorTree.CPP-style XML."""
     lines = [
         '<root main_tree_to_execute="Main">',
         '  <BehaviorTree ID="Main">',
@@ -96,18 +97,8 @@ def xml_text() -> str:
     return "\n".join(lines) + "\n"
 
 
-def median_seconds(fn) -> float:
-    for _ in range(WARMUP):
-        fn()
-    samples = []
-    for _ in range(REPEATS):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
-
-
-def main() -> None:
+def loader(settings: Settings) -> Section:
+    """Load a 1,000-node tree from YAML next to py_trees' XML parser on the same tree."""
     registry = {"Writer": Writer, "Reader": Reader}
     with tempfile.TemporaryDirectory() as folder:
         yaml_path = Path(folder) / "bench.yaml"
@@ -115,32 +106,38 @@ def main() -> None:
         yaml_path.write_text(yaml_text(), encoding="utf-8")
         xml_path.write_text(xml_text(), encoding="utf-8")
 
-        def ours() -> None:
+        def ours() -> float:
+            start = time.perf_counter()
             tree = load_tree(yaml_path)
+            elapsed = time.perf_counter() - start
             assert len(tree.nodes) == 1000, len(tree.nodes)
             tree.close()
+            return elapsed
 
-        def anchor() -> None:
+        def anchor() -> float:
+            start = time.perf_counter()
             root = parse_behaviour_tree_xml(str(xml_path), node_registry=registry)
+            elapsed = time.perf_counter() - start
             assert sum(1 for _ in root.iterate()) == 1000
             py_trees.blackboard.Blackboard.clear()
+            return elapsed
 
-        ours_s = median_seconds(ours)
-        anchor_s = median_seconds(anchor)
-    print_table(
-        "Load + validate + build a 1,000-node tree (median of "
-        f"{REPEATS} runs after {WARMUP} warm-up)",
+        t = interleave({"ours": ours, "anchor": anchor}, settings.pick(9, 3))
+    return Section(
+        "Load, validate and build a 1,000-node tree (ratio py_trees XML / ours)",
         [
-            Row(
+            faster(
                 "load_tree(yaml) vs parse_behaviour_tree_xml(xml)",
-                ours_s,
-                anchor_s,
-                "py_trees XML",
-                1.0,
+                t["ours"],
+                t["anchor"],
+                "py_trees XML parser",
+                1,
             )
         ],
     )
 
 
+AREAS = {"loader": loader}
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main(AREAS))

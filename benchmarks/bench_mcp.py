@@ -5,39 +5,35 @@ run: over streamable HTTP both clients talk to the same server process; over std
 spawns its own copy of the same server. Ours is the whole path a tree takes
 (`ToolSet.call` -> MCPTool -> MCPClient -> ClientSession.call_tool -> ToolResult); the anchor is
 the SDK's `ClientSession.call_tool` on a session the SDK's `mcp.Client` negotiated (the same
-protocol version as ours). Batches alternate between the two; medians are compared.
-Target: ours within 1.1x of the anchor.
+protocol version as ours). Calls alternate one by one (which side goes first alternates too);
+the ratio is the median of the per-pair ratios. Target: ours within 1.1x of the anchor.
 
-Run: python benchmarks/bench_mcp.py
+Run: python benchmarks/bench_mcp.py [--quick]
 """
 
 from __future__ import annotations
 
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness import fmt_time
-
+from benchmarks.harness import Row, Section, Settings, ainterleave, aper_call, within
+from benchmarks.suite import main
 from jianmu_bt import ToolSet
 from jianmu_bt.mcp import MCPToolProvider
 
-ROOT = Path(__file__).resolve().parent.parent
-CALLS, WARMUP = 2000, 200
+ROOT = Path(__file__).resolve().parents[1]
 TARGET = 1.1
 SERVER_ARGS = ["-m", "jianmu_bt.mcp", "serve", "--tools", "bench_tools:add"]
-# The server imports the tool from a temporary directory put on its PYTHONPATH.
-ENV: dict[str, str] = {}
+ARGS = {"a": 1, "b": 2}
 
 TOOLS_SOURCE = '''
 from jianmu_bt import tool
@@ -50,62 +46,37 @@ def add(a: int, b: int) -> int:
 '''
 
 
-async def timed(fn: Callable[[], Awaitable[object]]) -> float:
-    start = time.perf_counter()
-    await fn()
-    return time.perf_counter() - start
-
-
 async def compare(
-    ours: Callable[[], Awaitable[object]], anchor: Callable[[], Awaitable[object]]
-) -> tuple[float, float]:
-    """Median seconds per call of each, after a warm-up.
-
-    Calls alternate one by one (and which side goes first alternates too), so both sides see
-    the same machine load; the median discards the outliers that load causes.
-    """
-    for _ in range(WARMUP):
-        await ours()
-        await anchor()
-    ours_s, anchor_s = [], []
-    for i in range(CALLS):
-        if i % 2:
-            anchor_s.append(await timed(anchor))
-            ours_s.append(await timed(ours))
-        else:
-            ours_s.append(await timed(ours))
-            anchor_s.append(await timed(anchor))
-    return statistics.median(ours_s), statistics.median(anchor_s)
-
-
-async def measure(provider: MCPToolProvider, server: object) -> tuple[float, float]:
+    provider: MCPToolProvider, server: Any, settings: Settings
+) -> dict[str, list[float]]:
+    """Seconds per call through our provider and through the SDK's session, alternating."""
     from mcp import Client
 
     await provider.initialize()
-    tools = ToolSet.from_tools(provider.get_tools())
-    args = {"a": 1, "b": 2}
     try:
-        async with Client(server) as sdk:  # type: ignore[arg-type]
+        tools = ToolSet.from_tools(provider.get_tools())
+        async with Client(server) as sdk:
             session = sdk.session
             await session.list_tools()
-            result = await tools.call("add", args)
+            result = await tools.call("add", ARGS)
             assert result.ok and result.output == "3", result
-
-            async def ours() -> object:
-                return await tools.call("add", args)
-
-            async def anchor() -> object:
-                return await session.call_tool("add", args)
-
-            return await compare(ours, anchor)
+            return await ainterleave(
+                {
+                    "ours": aper_call(lambda: tools.call("add", ARGS), 1),
+                    "anchor": aper_call(lambda: session.call_tool("add", ARGS), 1),
+                },
+                rounds=settings.pick(2000, 200),
+                warmup=settings.pick(200, 20),
+            )
     finally:
         await provider.close()
 
 
-def start_http_server() -> tuple[subprocess.Popen[str], str]:
+def start_http_server(env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+    """Our MCP server over streamable HTTP on a free port, and its URL."""
     proc = subprocess.Popen(
         [sys.executable, *SERVER_ARGS, "--transport", "http", "--port", "0"],
-        env={**os.environ, **ENV},
+        env={**os.environ, **env},
         stderr=subprocess.PIPE,
         text=True,
     )
@@ -114,51 +85,46 @@ def start_http_server() -> tuple[subprocess.Popen[str], str]:
     found = re.search(r"(http://\S+)", line)
     if not found:
         proc.kill()
-        sys.exit(f"the MCP server did not start: {line}{proc.stderr.read()}")
+        raise RuntimeError(f"the MCP server did not start: {line}{proc.stderr.read()}")
     return proc, found.group(1)
 
 
-def report(rows: list[tuple[str, float, float]]) -> None:
-    print(f"\nMCP tool-call round trip (median of {CALLS} calls each, alternating)")
-    header = (
-        f"{'transport':<10} {'ours':>10} {'SDK ClientSession':>18} {'ours/SDK':>9} "
-        f"{'target':>8}  met"
-    )
-    print(header)
-    print("-" * len(header))
-    for what, ours, anchor in rows:
-        ratio = ours / anchor
-        met = "yes" if ratio <= TARGET else "NO"
-        print(
-            f"{what:<10} {fmt_time(ours):>10} {fmt_time(anchor):>18} {ratio:>8.2f}x "
-            f"{'<=' + format(TARGET, 'g') + 'x':>8}  {met}"
-        )
-
-
-async def main() -> None:
-    with tempfile.TemporaryDirectory() as tools_dir:
-        (Path(tools_dir) / "bench_tools.py").write_text(TOOLS_SOURCE)
-        ENV["PYTHONPATH"] = f"{tools_dir}{os.pathsep}{ROOT}"
-        report(await run_all())
-
-
-async def run_all() -> list[tuple[str, float, float]]:
+async def both_transports(settings: Settings, env: dict[str, str]) -> list[Row]:
+    """A row for stdio (each client spawns its own server) and one for HTTP (one server)."""
     from mcp import StdioServerParameters, stdio_client
 
     rows = []
-    stdio_provider = MCPToolProvider(command=sys.executable, args=SERVER_ARGS, env=ENV)
-    stdio_params = StdioServerParameters(command=sys.executable, args=SERVER_ARGS, env=ENV)
+    stdio_provider = MCPToolProvider(command=sys.executable, args=SERVER_ARGS, env=env)
+    stdio_params = StdioServerParameters(command=sys.executable, args=SERVER_ARGS, env=env)
     with open(os.devnull, "w") as quiet:  # the server's stderr, as ours captures it too
-        rows.append(("stdio", *await measure(stdio_provider, stdio_client(stdio_params, quiet))))
+        t = await compare(stdio_provider, stdio_client(stdio_params, quiet), settings)
+    rows.append(within("add(1, 2) over stdio", t["ours"], t["anchor"], "SDK ClientSession", TARGET))
 
-    proc, url = start_http_server()
+    proc, url = start_http_server(env)
     try:
-        rows.append(("http", *await measure(MCPToolProvider(url=url), url)))
+        t = await compare(MCPToolProvider(url=url), url, settings)
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+    rows.append(
+        within(
+            "add(1, 2) over streamable HTTP", t["ours"], t["anchor"], "SDK ClientSession", TARGET
+        )
+    )
     return rows
 
 
+def mcp(settings: Settings) -> Section:
+    """A trivial MCP call through MCPToolProvider next to the SDK's ClientSession."""
+    with tempfile.TemporaryDirectory() as tools_dir:
+        (Path(tools_dir) / "bench_tools.py").write_text(TOOLS_SOURCE)
+        # The server imports the tool from the temporary directory.
+        env = {"PYTHONPATH": f"{tools_dir}{os.pathsep}{ROOT}"}
+        rows = anyio.run(both_transports, settings, env)
+    return Section("MCP tool-call round trip (ratio ours / SDK)", rows)
+
+
+AREAS = {"mcp": mcp}
+
 if __name__ == "__main__":
-    anyio.run(main)
+    sys.exit(main(AREAS))

@@ -1,29 +1,33 @@
-"""Start-up and per-call overhead of each runner for a trivial tool call, side by side.
+"""Start-up and per-call overhead of each sandbox runner for a trivial tool call.
 
-    python benchmarks/bench_runners.py [--calls 200] [--image jianmu-sandbox-python:test]
+The anchor: the same call in this process (no runner). Runners: LocalSandbox cold (a fresh
+sandboxed process per call), LocalSandbox warm (one long-lived worker), DockerSandbox cold and warm
+(when an engine and the image are available; run `eval "$(bash .ci/setup-docker.sh)"` first; the
+image is `$JIANMU_DOCKER_IMAGE`, by default jianmu-sandbox-python:test). Each is warmed up, then
+timed call by call; the rows show medians. Target: a warm LocalSandbox call adds under 5 ms.
 
-Anchor: the same call in-process (no runner). Runners: LocalSandbox cold (a fresh sandboxed
-process per call), LocalSandbox warm (one long-lived worker), DockerSandbox cold and warm (when
-an engine and the image are available; run `eval "$(bash .ci/setup-docker.sh)"` first).
-Each is warmed up, then timed over repeated calls; medians are printed with the overhead over
-the anchor and the ratio. Target: a warm LocalSandbox call adds under 5 ms.
+Run: python benchmarks/bench_runners.py [--quick]
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
+import sys
 import time
-from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.harness import Row, Section, Settings, ainterleave, aper_call, info
+from benchmarks.suite import main
 from jianmu_bt.sandbox import DockerSandbox, LocalSandbox, SandboxLimits
 from jianmu_bt.tools import tool
 
-TARGET_WARM_LOCAL_MS = 5.0
+WARM_LIMIT = 0.005  # seconds a warm LocalSandbox call may add
 
 
 @tool
@@ -32,24 +36,19 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-async def timed(call: Callable[[], Awaitable[Any]], repeat: int) -> list[float]:
-    """Seconds per call, for `repeat` calls (each result must be correct)."""
-    samples = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        result = await call()
-        samples.append(time.perf_counter() - started)
+async def measure(runner: Any, calls: int, warmup: int = 3) -> tuple[float, list[float]]:
+    """The first call's seconds, and seconds per call after a warm-up, through `runner`."""
+
+    async def call() -> None:
+        result = await add.call({"a": 2, "b": 3}, runner=runner)
         if not result.ok or result.output != 5:
             raise RuntimeError(f"the benchmark call failed: {result}")
-    return samples
 
-
-async def measure(runner: Any, calls: int, warmup: int = 3) -> tuple[float, float]:
-    """(first call seconds, median seconds per call after warm-up) through `runner`."""
-    first = (await timed(lambda: add.call({"a": 2, "b": 3}, runner=runner), 1))[0]
-    await timed(lambda: add.call({"a": 2, "b": 3}, runner=runner), warmup)
-    samples = await timed(lambda: add.call({"a": 2, "b": 3}, runner=runner), calls)
-    return first, statistics.median(samples)
+    start = time.perf_counter()
+    await call()
+    first = time.perf_counter() - start
+    samples = await ainterleave({"call": aper_call(call, 1)}, rounds=calls, warmup=warmup)
+    return first, samples["call"]
 
 
 def docker_problem(image: str) -> str | None:
@@ -61,56 +60,60 @@ def docker_problem(image: str) -> str | None:
         client.ping()
         client.images.get(image)
         client.close()
-    except Exception as exc:
-        return f"{type(exc).__name__}: {exc}"[:120]
+    except Exception as exc:  # any failure means: not measurable here, say why
+        return f"{type(exc).__name__}: {exc}"[:160]
     return None
 
 
-async def main(calls: int, image: str) -> None:
+def overhead_row(what: str, samples: list[float], anchor: list[float], limit: float | None) -> Row:
+    """Per-call time next to the in-process call; the target bounds the time added."""
+    ours, base = statistics.median(samples), statistics.median(anchor)
+    target = f"+<={limit * 1e3:g} ms" if limit else "-"
+    added = f"adds {(ours - base) * 1e3:.2f} ms per call"
+    if limit:
+        added += f" (target: at most {limit * 1e3:g} ms)"
+    met = None if limit is None else ours - base <= limit
+    return Row(what, ours, base, "in-process call", ours / base, target, met, note=added)
+
+
+async def measure_all(settings: Settings) -> list[Row]:
+    """Rows for every runner that can run here."""
+    calls = settings.pick(200, 30)
     limits = SandboxLimits(timeout=30)
-    rows: list[tuple[str, float | None, float | None, str]] = []
-    anchor_first, anchor = await measure(None, calls * 5)
-    rows.append(("in-process (anchor)", anchor_first, anchor, ""))
-
+    _, anchor = await measure(None, calls * 5)
+    rows = [info("in-process call (the anchor)", statistics.median(anchor))]
     async with LocalSandbox(limits) as cold:
-        rows.append(("LocalSandbox cold", *await measure(cold, max(calls // 20, 5)), ""))
-    async with LocalSandbox(limits, warm=True) as warm:
-        rows.append(("LocalSandbox warm", *await measure(warm, calls), ""))
-
-    problem = docker_problem(image)
-    if problem is None:
-        async with DockerSandbox(image, limits) as docker_cold:
-            rows.append(("DockerSandbox cold", *await measure(docker_cold, 5, warmup=1), ""))
-        async with DockerSandbox(image, limits, warm=True) as docker_warm:
-            rows.append(("DockerSandbox warm", *await measure(docker_warm, calls), ""))
-    else:
-        rows.append(("DockerSandbox", None, None, f"not measured: {problem}"))
-
-    print(f"trivial tool call, median of repeated calls (cpus: {os.cpu_count()})")
-    print(f"{'runner':<22}{'first call':>12}{'per call':>12}{'overhead':>12}{'ratio':>10}")
-    for name, first, per_call, note in rows:
-        if per_call is None:
-            print(f"{name:<22}{note}")
-            continue
-        overhead = (per_call - anchor) * 1000
-        print(
-            f"{name:<22}{first * 1000:>10.2f}ms{per_call * 1000:>10.3f}ms"
-            f"{overhead:>10.3f}ms{per_call / anchor:>9.0f}x"
-        )
-    warm_row = next(r for r in rows if r[0] == "LocalSandbox warm")
-    warm_overhead = (warm_row[2] - anchor) * 1000
-    verdict = "met" if warm_overhead < TARGET_WARM_LOCAL_MS else "MISSED"
-    print(
-        f"target: warm LocalSandbox overhead < {TARGET_WARM_LOCAL_MS:g} ms: "
-        f"{warm_overhead:.3f} ms ({verdict})"
+        first, samples = await measure(cold, settings.pick(10, 3), warmup=1)
+    rows.append(
+        info("LocalSandbox cold: a fresh sandboxed process per call", statistics.median(samples))
     )
+    async with LocalSandbox(limits, warm=True) as warm:
+        first, samples = await measure(warm, calls)
+    rows.append(info("  LocalSandbox warm: first call (starts the worker)", first))
+    rows.append(overhead_row("LocalSandbox warm: per call", samples, anchor, WARM_LIMIT))
 
+    image = os.environ.get("JIANMU_DOCKER_IMAGE", "jianmu-sandbox-python:test")
+    problem = docker_problem(image)
+    if problem is not None:
+        rows.append(
+            Row("DockerSandbox: not measured", None, None, "-", None, "-", None, note=problem)
+        )
+        return rows
+    async with DockerSandbox(image, limits) as docker_cold:
+        _, samples = await measure(docker_cold, settings.pick(5, 2), warmup=1)
+    rows.append(info("DockerSandbox cold: a container per call", statistics.median(samples)))
+    async with DockerSandbox(image, limits, warm=True) as docker_warm:
+        _, samples = await measure(docker_warm, calls)
+    rows.append(overhead_row("DockerSandbox warm: per call", samples, anchor, None))
+    return rows
+
+
+def runners(settings: Settings) -> Section:
+    """A trivial call through each sandbox runner, next to the same call in this process."""
+    return Section("Sandbox runners: a trivial tool call", anyio.run(measure_all, settings))
+
+
+AREAS = {"runners": runners}
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=200, help="timed calls per warm runner")
-    parser.add_argument(
-        "--image", default=os.environ.get("JIANMU_DOCKER_IMAGE", "jianmu-sandbox-python:test")
-    )
-    options = parser.parse_args()
-    anyio.run(main, options.calls, options.image)
+    sys.exit(main(AREAS))

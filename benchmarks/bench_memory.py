@@ -1,0 +1,197 @@
+"""Memory per concurrent run: 1,000 runs of a small tree alive at once in one process.
+
+Ours: 1,000 `TreeRunner.arun()` calls in one task group, each over its own `StateManager`, of a
+Sequence of `SetValues` (writes `count`), a `ToolNode` whose async tool waits, and a `Condition`
+(`count == 1`). Memory is taken when every run is waiting inside its tool (all 1,000 in flight),
+as Python allocations since before the runs were built (tracemalloc), divided by 1,000.
+The anchor: 1,000 plain py_trees `BehaviourTree`s of the same shape (a writer with a blackboard
+client in a namespace of its own, a behaviour that stays RUNNING until released, a reader), each
+ticked once so that all 1,000 wait. Plain py_trees has no async work: its waiting node is polled
+by ticks, where ours holds a task per run and per tool call.
+
+Run: python benchmarks/bench_memory.py [--quick]
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+
+import anyio
+import py_trees
+from py_trees.common import Access, Status
+from pydantic import BaseModel
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.harness import Section, Settings, Traced, info, within
+from benchmarks.suite import main
+from jianmu_bt import Tool, tool
+from jianmu_bt.nodes import Condition, SetValues, ToolNode
+from jianmu_bt.runtime import StateManager, TreeRunner
+
+
+class SmallState(BaseModel):
+    """The small tree's state."""
+
+    count: int = 0
+    answer: str | None = None
+
+
+class Gate:
+    """Counts the runs that reached the waiting step, and releases them all at once."""
+
+    def __init__(self, runs: int) -> None:
+        self.runs = runs
+        self.waiting = 0
+        self.all_waiting = anyio.Event()
+        self.open = anyio.Event()
+
+    async def wait(self) -> str:
+        """Called by every run's tool: wait until released."""
+        self.waiting += 1
+        if self.waiting == self.runs:
+            self.all_waiting.set()
+        await self.open.wait()
+        return "done"
+
+
+def gate_tool(gate: Gate) -> Tool:
+    """The tool every run calls (built once: a tool is shared by the runs that use it)."""
+
+    @tool(name="wait")
+    async def wait() -> str:
+        """Wait until the benchmark releases every run."""
+        return await gate.wait()
+
+    return wait
+
+
+def small_tree(wait: Tool) -> py_trees.behaviour.Behaviour:
+    """Our small tree: set a value, wait in a tool, check the value."""
+    root = py_trees.composites.Sequence("run", memory=True)
+    root.add_children(
+        [
+            SetValues("start", {"count": 1}),
+            ToolNode(wait, output_key="answer"),
+            Condition("check", "count == 1"),
+        ]
+    )
+    return root
+
+
+async def ours_per_run(runs: int) -> int:
+    """Bytes per run while `runs` runs of the small tree wait at once."""
+    gate = Gate(runs)
+    wait = gate_tool(gate)
+    results = []
+
+    async def run(runner: TreeRunner) -> None:
+        results.append(await runner.arun())
+
+    with Traced() as memory:
+        async with anyio.create_task_group() as group:
+            for _ in range(runs):
+                group.start_soon(run, TreeRunner(small_tree(wait), StateManager(SmallState)))
+            await gate.all_waiting.wait()
+            alive = memory.now()
+            gate.open.set()
+    assert len(results) == runs and all(r.ok for r in results), results[:1]
+    return alive // runs
+
+
+class Writer(py_trees.behaviour.Behaviour):
+    """Writes count = 1 through a blackboard client in the tree's own namespace."""
+
+    def __init__(self, name: str, namespace: str) -> None:
+        super().__init__(name)
+        self.board = self.attach_blackboard_client(namespace=namespace)
+        self.board.register_key("count", access=Access.WRITE)
+
+    def update(self) -> Status:
+        self.board.count = 1
+        return Status.SUCCESS
+
+
+class Waiter(py_trees.behaviour.Behaviour):
+    """RUNNING until the shared flag is set."""
+
+    def __init__(self, name: str, flag: list[bool]) -> None:
+        super().__init__(name)
+        self.flag = flag
+
+    def update(self) -> Status:
+        return Status.SUCCESS if self.flag[0] else Status.RUNNING
+
+
+class Reader(py_trees.behaviour.Behaviour):
+    """SUCCESS when count == 1."""
+
+    def __init__(self, name: str, namespace: str) -> None:
+        super().__init__(name)
+        self.board = self.attach_blackboard_client(namespace=namespace)
+        self.board.register_key("count", access=Access.READ)
+
+    def update(self) -> Status:
+        return Status.SUCCESS if self.board.count == 1 else Status.FAILURE
+
+
+def plain_tree(index: int, flag: list[bool]) -> py_trees.trees.BehaviourTree:
+    """The same shape in plain py_trees, in a blackboard namespace of its own."""
+    namespace = f"/plain/run_{index}"
+    root = py_trees.composites.Sequence("run", memory=True)
+    root.add_children(
+        [Writer("start", namespace), Waiter("wait", flag), Reader("check", namespace)]
+    )
+    return py_trees.trees.BehaviourTree(root)
+
+
+def plain_per_run(runs: int) -> int:
+    """Bytes per run while `runs` plain py_trees trees wait at once."""
+    flag = [False]
+    with Traced() as memory:
+        trees = [plain_tree(i, flag) for i in range(runs)]
+        for tree in trees:
+            tree.tick()
+        assert all(tree.root.status == Status.RUNNING for tree in trees)
+        alive = memory.now()
+        flag[0] = True
+        for tree in trees:
+            tree.tick()
+        assert all(tree.root.status == Status.SUCCESS for tree in trees)
+    py_trees.blackboard.Blackboard.clear()
+    return alive // runs
+
+
+def memory(settings: Settings) -> Section:
+    """Bytes per run with 1,000 runs of a small tree waiting at once, next to plain py_trees."""
+    runs, rounds = settings.pick(1000, 200), settings.pick(3, 1)
+    anyio.run(ours_per_run, 50)  # warm-up: imports, caches, the event loop's first tasks
+    ours, plain = [], []
+    for _ in range(rounds):
+        ours.append(anyio.run(ours_per_run, runs))
+        plain.append(plain_per_run(runs))
+    return Section(
+        f"Memory per concurrent run, {runs:,} runs of a small tree alive at once "
+        "(ratio ours / py_trees)",
+        [
+            within(
+                f"bytes per run, {runs:,} runs waiting in one process",
+                ours,
+                plain,
+                "plain py_trees trees",
+                None,
+                "ours holds state, a runner, a run task and a tool-call task per run; plain "
+                "py_trees polls its waiting node and has no async work (tracemalloc)",
+                unit="bytes",
+            ),
+            info(f"  all {runs:,} runs of ours together", statistics.median(ours) * runs, "bytes"),
+        ],
+    )
+
+
+AREAS = {"memory": memory}
+
+if __name__ == "__main__":
+    sys.exit(main(AREAS))

@@ -1,0 +1,155 @@
+"""Run benchmark areas, print one table, write the results as JSON.
+
+`python -m benchmarks` runs every area (see `benchmarks/__main__.py`); each area script runs its
+own areas with the same options (`python benchmarks/bench_toolset.py --quick`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from benchmarks.harness import RESULTS, Row, Section, Settings, print_sections
+
+Area = Callable[[Settings], Section]
+"""An area's benchmark: measures with the given settings and returns its section."""
+
+PACKAGES = (
+    "jianmu-bt",
+    "py_trees",
+    "pydantic",
+    "anyio",
+    "PyYAML",
+    "mcp",
+    "langchain-core",
+    "langgraph",
+    "simpleeval",
+    "matplotlib",
+)
+
+
+def installed(package: str) -> str:
+    """The installed version of `package`, or 'not installed'."""
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def machine() -> dict[str, Any]:
+    """What the numbers were measured on: Python, CPUs, load, and the package versions."""
+    cpu = platform.processor() or platform.machine()
+    model = Path("/proc/cpuinfo")
+    if model.exists():
+        names = [line for line in model.read_text().splitlines() if line.startswith("model name")]
+        cpu = names[0].split(":", 1)[1].strip() if names else cpu
+    return {
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "system": f"{platform.system()} {platform.release()}",
+        "cpu": cpu,
+        "cpus_usable": len(os.sched_getaffinity(0)),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "packages": {name: installed(name) for name in PACKAGES},
+    }
+
+
+def describe(info: dict[str, Any]) -> str:
+    """One line about the machine for the top of the table."""
+    packages = ", ".join(
+        f"{name} {v}" for name, v in info["packages"].items() if v != "not installed"
+    )
+    return (
+        f"Python {info['python']}, {info['cpus_usable']} CPUs ({info['cpu']}), load "
+        f"{info['load_average'][0]:.2f}; {packages}"
+    )
+
+
+def parse(argv: Sequence[str] | None, areas: dict[str, Area], prog: str) -> argparse.Namespace:
+    """The command line: --quick, --only NAMES, --out DIR."""
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Benchmarks of jianmu_bt side by side with their anchors, in one table.",
+    )
+    parser.add_argument("--quick", action="store_true", help="fewer repeats (less precise)")
+    parser.add_argument(
+        "--only",
+        default="",
+        metavar="NAMES",
+        help=f"comma-separated areas to run, of: {', '.join(areas)}",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=RESULTS, help=f"folder for latest.json (default {RESULTS})"
+    )
+    options = parser.parse_args(argv)
+    chosen = [name.strip() for name in options.only.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in areas]
+    if unknown:
+        parser.error(f"unknown area(s) {', '.join(unknown)}: choose from {', '.join(areas)}")
+    options.areas = chosen or list(areas)
+    return options
+
+
+def run_area(name: str, area: Area, settings: Settings) -> Section:
+    """One area's section; an area that fails becomes a row saying why, not a crash."""
+    try:
+        section = area(settings)
+    except Exception as exc:  # one broken area must not hide the others' numbers
+        traceback.print_exc()
+        reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+        row = Row(f"{name}: not measured", None, None, "-", None, "-", None, note=reason)
+        section = Section(f"{name} (failed)", [row])
+    for row in section.rows:
+        row.area = name
+    gc.collect()  # the next area starts without this one's garbage
+    return section
+
+
+def write_json(path: Path, payload: dict[str, Any]) -> None:
+    """Write the results (creating the folder)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
+
+
+def main(areas: dict[str, Area], argv: Sequence[str] | None = None, prog: str = "") -> int:
+    """Run the chosen areas, print the table, write `<out>/latest.json`; returns 0."""
+    options = parse(argv, areas, prog or Path(sys.argv[0]).name)
+    settings = Settings(quick=options.quick, out=options.out)
+    info = machine()
+    print(describe(info))
+    mode = "quick" if options.quick else "full"
+    print(f"areas: {', '.join(options.areas)} ({mode} mode)\n", flush=True)
+    started = time.perf_counter()
+    sections = []
+    for name in options.areas:
+        print(f"measuring {name} ...", file=sys.stderr, flush=True)
+        sections.append(run_area(name, areas[name], settings))
+    elapsed = time.perf_counter() - started
+    print()
+    print_sections(sections)
+    path = options.out / "latest.json"
+    write_json(
+        path,
+        {
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "quick": options.quick,
+            "areas": options.areas,
+            "seconds": round(elapsed, 1),
+            "machine": info,
+            "rows": [row.to_json() for section in sections for row in section.rows],
+            "data": {name: s.data for name, s in zip(options.areas, sections, strict=True)},
+        },
+    )
+    print(f"wrote {path} ({elapsed:.0f} s)")
+    return 0
