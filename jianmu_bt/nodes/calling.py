@@ -93,27 +93,16 @@ async def run_tool_call(
             )
         await anyio.sleep(delay)
     if events is not None:
-        duration = time.monotonic() - started
-        if result.ok:
-            events.emit(
-                "tool.call.completed",
-                node=node,
-                tool=tool.name,
-                call_id=call.id,
-                output=result.output,
-                duration=duration,
-                attempts=attempt + 1,
-            )
-        else:
-            events.emit(
-                "tool.call.failed",
-                node=node,
-                tool=tool.name,
-                call_id=call.id,
-                error=result.error,
-                duration=duration,
-                attempts=attempt + 1,
-            )
+        outcome = {"output": result.output} if result.ok else {"error": result.error}
+        events.emit(
+            "tool.call.completed" if result.ok else "tool.call.failed",
+            node=node,
+            tool=tool.name,
+            call_id=call.id,
+            duration=time.monotonic() - started,
+            attempts=attempt + 1,
+            **outcome,
+        )
     return result
 
 
