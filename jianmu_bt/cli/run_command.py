@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from jianmu_bt.cli.activity import ActivityLog
+from jianmu_bt.cli.approvals import MODES, ApprovalDesk, default_mode
 from jianmu_bt.cli.errors import CLIError
 from jianmu_bt.cli.loading import apply_inputs, load_tree_file, parse_assignments
 from jianmu_bt.cli.subcommand import add_command
@@ -23,6 +24,7 @@ examples:
   jianmu run trees/quickstart.yaml --watch
   jianmu run trees/quickstart.yaml --set numbers='6 * 7' --trace run.jsonl
   jianmu run trees/file_audit.yaml --timeout 60 --json
+  jianmu run deploy.yaml --approve ask        # answer the guard's held calls at the terminal
 
 --set values are read as YAML (3 is a number, true a boolean, 'text' a string) and checked
 against the tree's state schema before the first tick. The exit status is 0 when the tree
@@ -53,6 +55,12 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--json", action="store_true", help="print the result as JSON instead of a summary"
+    )
+    parser.add_argument(
+        "--approve",
+        choices=MODES,
+        help="answer tool calls the guard holds for approval: ask at the terminal, approve all, "
+        "or reject them (none); default: ask on a terminal, none otherwise",
     )
 
 
@@ -92,6 +100,8 @@ def handle(args: argparse.Namespace) -> int:
         stack.callback(tree.state.subscribe(lambda keys: written.update(dict.fromkeys(keys))))
         activity = ActivityLog()
         stack.callback(tree.events.subscribe(activity))
+        desk = ApprovalDesk(tree, args.approve or default_mode())
+        stack.callback(tree.events.subscribe(desk))
         if args.trace:
             _open_trace(args.trace, tree, stack)
         view = None

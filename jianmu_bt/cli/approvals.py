@@ -1,0 +1,84 @@
+"""Answering a run's held tool calls from the command line (`jianmu run --approve`).
+
+A guard policy such as `approve: [deploy]` holds a call until a reviewer decides. The desk
+listens for those holds and answers each once: `all` approves, `none` rejects (the agent is told
+that no reviewer was available), `ask` asks the person at the terminal. Questions are asked from a
+thread of their own, so the run's other work goes on while the person thinks.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any, TextIO
+
+MODES = ("ask", "all", "none")
+NO_REVIEWER = "no reviewer was available for this run (start it with --approve ask or all)"
+
+
+def default_mode(stdin: TextIO | None = None) -> str:
+    """`ask` when a person can answer on the terminal, else `none`."""
+    stdin = stdin or sys.stdin
+    return "ask" if stdin is not None and stdin.isatty() else "none"
+
+
+class ApprovalDesk:
+    """An event subscriber that answers held calls (`guard.decision` events with `pending`)."""
+
+    def __init__(
+        self,
+        tree: Any,
+        mode: str,
+        *,
+        ask: Callable[[str], str] = input,
+        out: TextIO | None = None,
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"--approve must be one of {', '.join(MODES)}, got {mode!r}")
+        self.tree = tree
+        self.mode = mode
+        self.ask = ask
+        self.out = out or sys.stderr
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, event: Any) -> None:
+        if event.type != "guard.decision" or event.data.get("decision") != "pending":
+            return
+        call_id = event.data.get("call_id")
+        with self._lock:
+            if not call_id or call_id in self._seen:
+                return
+            self._seen.add(call_id)
+        if self.mode == "all":
+            described = self._describe(call_id)
+            self.tree.approve(call_id, note="approved by --approve all")
+            self._say(f"approved {described} (--approve all)")
+        elif self.mode == "none":
+            described = self._describe(call_id)
+            self.tree.reject(call_id, NO_REVIEWER)
+            self._say(f"rejected {described}: {NO_REVIEWER}")
+        else:
+            threading.Thread(target=self._question, args=(call_id,), daemon=True).start()
+
+    def _question(self, call_id: str) -> None:
+        try:
+            answer = self.ask(f"approve {self._describe(call_id)}? [y/N] ")
+        except (EOFError, OSError):
+            answer = ""
+        if answer.strip().lower() in ("y", "yes"):
+            self.tree.approve(call_id, note="approved at the terminal")
+        else:
+            self.tree.reject(call_id, "the reviewer at the terminal said no")
+
+    def _describe(self, call_id: str) -> str:
+        for record in self.tree.pending_approvals():
+            if record.call_id == call_id:
+                arguments = json.dumps(record.arguments, ensure_ascii=False, default=str)
+                return f"{record.tool}({arguments[:200]}) [{call_id}]"
+        return call_id
+
+    def _say(self, text: str) -> None:
+        print(text, file=self.out)
