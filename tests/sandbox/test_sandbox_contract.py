@@ -64,7 +64,9 @@ async def test_a_fork_bomb_ends_at_the_process_limit(make_sandbox):
 async def test_a_shell_fork_bomb_ends_at_the_process_limit(make_sandbox):
     sandbox = make_sandbox(max_processes=16)
     bash = BashTool(timeout=3)
-    result = await bash.call({"command": "bomb() { bomb | bomb & }; bomb"}, runner=sandbox)
+    # The shell stays alive while the bomb grows, so the limit is reached however busy the
+    # machine is (without the sleep the shell could exit before the bomb got going).
+    result = await bash.call({"command": "bomb() { bomb | bomb & }; bomb; sleep 2"}, runner=sandbox)
     assert not result.ok and "processes limit exceeded" in result.error
     await assert_nothing_left(sandbox)
 
