@@ -1,7 +1,7 @@
 """Tree nodes: py_trees behaviours that run tools and LLM turns over a run's state."""
 
 from jianmu_bt.nodes.agent import AddMessage, AgentLoop, react_agent
-from jianmu_bt.nodes.calling import RetryPolicy, run_tool_call, tool_message
+from jianmu_bt.nodes.calling import RetryPolicy, run_tool_call
 from jianmu_bt.nodes.condition import Condition, ExpressionError, SafeExpression
 from jianmu_bt.nodes.llm_node import AgentLLMNode
 from jianmu_bt.nodes.set_values import SetValues
@@ -21,5 +21,4 @@ __all__ = [
     "ToolNode",
     "react_agent",
     "run_tool_call",
-    "tool_message",
 ]

@@ -33,16 +33,6 @@ class RetryPolicy:
         return min(self.backoff * (2 ** (attempt - 1)), self.max_delay)
 
 
-def tool_message(call: ToolCall, result: ToolResult) -> dict[str, Any]:
-    """The tool message an LLM reads for `call`: OpenAI shape, carrying its `tool_call_id`."""
-    return {
-        "role": "tool",
-        "tool_call_id": call.id,
-        "name": call.name,
-        "content": result.content,
-    }
-
-
 async def run_tool_call(
     context: RunContext | None,
     node: str,

@@ -25,7 +25,8 @@ from typing import Any, Literal, TypeVar
 
 import anyio
 
-from jianmu_bt.nodes.calling import RetryPolicy, run_tool_call, tool_message
+from jianmu_bt.llm import tool_result_message
+from jianmu_bt.nodes.calling import RetryPolicy, run_tool_call
 from jianmu_bt.nodes.guarding import verdicts_when_decided
 from jianmu_bt.runtime.async_node import AsyncNode
 from jianmu_bt.tools import Tool, ToolCall, ToolResult, ToolSet
@@ -233,7 +234,9 @@ class ToolExecutor(AsyncNode):
         """Write observations, effects, guard state and, once the batch is complete, clear it —
         in one state update."""
         updates: dict[str, Any] = {
-            self.messages_key: [tool_message(c, results[c.id]) for c in calls if c.id in results],
+            self.messages_key: [
+                tool_result_message(c, results[c.id]) for c in calls if c.id in results
+            ],
         }
         if complete:
             updates[self.actions_key] = []
