@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
-import anyio.to_thread
 
+from jianmu_bt.tools.blocking import run_blocking
 from jianmu_bt.tools.calls import ToolCall, ToolResult
 
 if TYPE_CHECKING:
@@ -141,9 +141,9 @@ class Tool(ABC):
             return await self.run(prepared)
         if not self.blocking:
             return self.run(prepared)
-        # abandon_on_cancel: a timeout or halt returns at once; the thread cannot be killed and
+        # A timeout or halt returns at once; the thread cannot be killed and
         # finishes on its own (use a sandbox runner for work that must be stoppable).
-        return await anyio.to_thread.run_sync(self.run, prepared, abandon_on_cancel=True)
+        return await run_blocking(self.run, prepared)
 
     def prepare_input(self, args: Any) -> Any:
         """Shape the arguments into what `run` takes, or return a ToolResult error.

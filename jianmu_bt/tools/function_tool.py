@@ -22,9 +22,8 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, overload
 
-import anyio.to_thread
-
 from jianmu_bt.tools.base import DEFAULT_DESCRIPTION, Tool
+from jianmu_bt.tools.blocking import run_blocking
 from jianmu_bt.tools.calls import ToolResult
 from jianmu_bt.tools.signature import ArgumentError, FunctionSignature
 
@@ -129,7 +128,7 @@ class FunctionTool(Tool):
         if not self.blocking:
             return self.fn(*positional, **kwargs)
         call = functools.partial(self.fn, *positional, **kwargs)
-        return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+        return await run_blocking(call)
 
     def __repr__(self) -> str:
         return f"<FunctionTool {self.name!r} of {getattr(self.fn, '__qualname__', self.fn)!r}>"

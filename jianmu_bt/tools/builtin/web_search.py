@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import anyio
-import anyio.to_thread
 from pydantic import Field
 
+from jianmu_bt.tools.blocking import run_blocking
 from jianmu_bt.tools.builtin.model_tool import ModelTool, ToolArguments, ToolFault, reports_faults
 
 _MAX_SNIPPET_CHARS = 500
@@ -176,9 +176,9 @@ class DuckDuckGoSearchTool(ModelTool):
         )
         try:
             with anyio.fail_after(self.search_timeout):
-                # abandon_on_cancel: a stuck search returns at the deadline; the worker thread
+                # A stuck search returns at the deadline (the call is abandoned); the thread
                 # ends when the backend's own timeout fires.
-                raw = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+                raw = await run_blocking(call)
         except TimeoutError:
             raise ToolFault(
                 f"web search for {input.query!r} timed out after {self.search_timeout}s"
