@@ -5,8 +5,9 @@ Shared by ToolNode (an explicit step) and ToolExecutor (a batch from an LLM).
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,7 @@ import anyio
 
 from jianmu_bt.runtime.context import RunContext
 from jianmu_bt.tools import Tool, ToolCall, ToolResult
+from jianmu_bt.tools.blocking import blocking_pool
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,14 +55,7 @@ async def run_tool_call(
     events = context.events if context is not None else None
     if runner is None and context is not None:
         runner = context.services.get("runner")
-    if events is not None:
-        events.emit(
-            "tool.call.started",
-            node=node,
-            tool=tool.name,
-            call_id=call.id,
-            arguments=call.arguments,
-        )
+    _started(events, node, tool, call)
     started = time.monotonic()
     attempt = 0
     while True:
@@ -82,6 +77,80 @@ async def run_tool_call(
                 error=result.error,
             )
         await anyio.sleep(delay)
+    _finished(events, node, tool, call, result, started, attempt + 1)
+    return result
+
+
+async def run_blocking_calls(
+    context: RunContext | None,
+    node: str,
+    work: list[tuple[Tool, ToolCall, Callable[[], Any] | ToolResult]],
+    results: dict[str, ToolResult],
+    *,
+    guard: Any = None,
+) -> None:
+    """Run many blocking calls at once: one hand-over to the worker threads, results as they end.
+
+    `work` holds each call's `tool.blocking_work(...)`: the bound function, or the ToolResult
+    error of arguments that do not fit. Events and guard records are those of `run_tool_call`
+    with no retries and no timeout, the only case callers use this for; what it saves is a task
+    and a separate wake-up per call. Results land in `results` as each call ends, so a halt
+    keeps the finished ones; calls still running are abandoned (see `jianmu_bt.tools.blocking`).
+    """
+    events = context.events if context is not None else None
+    pool = await blocking_pool()
+    started = time.monotonic()
+    running: dict[asyncio.Future[Any], tuple[Tool, ToolCall]] = {}
+
+    def finish(tool: Tool, call: ToolCall, result: ToolResult) -> None:
+        if guard is not None:
+            guard.record(call, tool, result.ok)
+        _finished(events, node, tool, call, result, started, 1)
+        results[call.id] = result
+
+    for tool, call, job in work:
+        _started(events, node, tool, call)
+        if isinstance(job, ToolResult):
+            finish(tool, call, job)
+        else:
+            running[pool.submit(job)] = (tool, call)
+    try:
+        while running:
+            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for future in done:
+                tool, call = running.pop(future)
+                error = future.exception()
+                if error is None:
+                    finish(tool, call, tool.to_result(future.result()))
+                elif isinstance(error, Exception):
+                    finish(tool, call, tool.error_result(error))
+                else:  # KeyboardInterrupt and the like are not tool faults
+                    raise error
+    finally:
+        for future in running:
+            future.cancel()
+
+
+def _started(events: Any, node: str, tool: Tool, call: ToolCall) -> None:
+    if events is not None:
+        events.emit(
+            "tool.call.started",
+            node=node,
+            tool=tool.name,
+            call_id=call.id,
+            arguments=call.arguments,
+        )
+
+
+def _finished(
+    events: Any,
+    node: str,
+    tool: Tool,
+    call: ToolCall,
+    result: ToolResult,
+    started: float,
+    attempts: int,
+) -> None:
     if events is not None:
         outcome = {"output": result.output} if result.ok else {"error": result.error}
         events.emit(
@@ -90,10 +159,9 @@ async def run_tool_call(
             tool=tool.name,
             call_id=call.id,
             duration=time.monotonic() - started,
-            attempts=attempt + 1,
+            attempts=attempts,
             **outcome,
         )
-    return result
 
 
 _NOT_RETRYABLE = ("Error: invalid arguments", "Error: unknown tool")

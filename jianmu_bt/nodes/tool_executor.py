@@ -9,7 +9,8 @@ On each entry the executor:
    the approval store, then the batch is checked again;
 3. runs the allowed calls serially or in parallel (`execution_mode`: auto = parallel only when
    every tool of the batch is parallel-safe), with bounded concurrency, timeouts and retries;
-   one failing call never loses its siblings' results;
+   one failing call never loses its siblings' results; plain blocking calls of a parallel batch
+   go to the worker threads together (`run_blocking_calls`), not as a task each;
 4. appends one tool message per call (with its `tool_call_id`) in the batch's order, adds the
    successful calls' effect tags to `tool_effects`, saves the guard's state, and clears `actions`.
 
@@ -20,13 +21,14 @@ loop around it, not to the executor.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Literal, TypeVar
 
 import anyio
 
 from jianmu_bt.llm import tool_result_message
-from jianmu_bt.nodes.calling import RetryPolicy, run_tool_call
+from jianmu_bt.nodes.calling import RetryPolicy, run_blocking_calls, run_tool_call
 from jianmu_bt.nodes.guarding import verdicts_when_decided
 from jianmu_bt.runtime.async_node import AsyncNode
 from jianmu_bt.tools import Tool, ToolCall, ToolResult, ToolSet
@@ -52,6 +54,18 @@ async def run_all(work: Callable[[T], Awaitable[None]], items: Iterable[T]) -> N
     async with asyncio.TaskGroup() as group:
         for item in items:
             group.create_task(work(item))
+
+
+async def _call(job: Callable[[], Awaitable[None]]) -> None:
+    await job()
+
+
+def _on_asyncio() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 class ToolExecutor(AsyncNode):
@@ -194,9 +208,49 @@ class ToolExecutor(AsyncNode):
         async def one(call: ToolCall) -> None:
             results[call.id] = await self._one(call)
 
-        # A batch within the bound needs no limiter (each acquire is a trip through the loop).
-        run = one if len(calls) <= self.max_concurrency else bounded
-        await run_all(run, calls)
+        if len(calls) > self.max_concurrency:
+            await run_all(bounded, calls)
+            return
+        # Within the bound no limiter is needed (each acquire is a trip through the loop), and
+        # plain blocking calls go to the worker threads together instead of a task each.
+        together, alone = self._blocking_work(calls)
+        if not together:
+            await run_all(one, calls)
+            return
+        blocking = functools.partial(
+            run_blocking_calls, self.context, self.name, together, results, guard=self._guard()
+        )
+        if alone:
+            await run_all(_call, [blocking, *(functools.partial(one, c) for c in alone)])
+        else:
+            await blocking()
+
+    def _blocking_work(
+        self, calls: list[ToolCall]
+    ) -> tuple[list[tuple[Tool, ToolCall, Any]], list[ToolCall]]:
+        """Split off the calls `run_blocking_calls` can run: sync blocking tools in this process
+        with no retries and no timeout (those need the per-call path). On asyncio only."""
+        if self.retry.max_retries or self.call_timeout is not None:
+            return [], calls
+        if self._runner() is not None or not _on_asyncio():
+            return [], calls
+        together, alone = [], []
+        for call in calls:
+            found = self.toolset.get(call.name)
+            if (
+                found is None
+                or not found.runs_in_a_thread
+                or found.timeout is not None
+                or isinstance(call.arguments, str)
+            ):
+                alone.append(call)
+                continue
+            try:
+                work = found.blocking_work(call.arguments)
+            except Exception as exc:  # as in Tool.call: a tool fault is an observation
+                work = found.error_result(exc)
+            together.append((found, call, work))
+        return together, alone
 
     async def _one(self, call: ToolCall) -> ToolResult:
         found = self.toolset.get(call.name)
@@ -224,9 +278,17 @@ class ToolExecutor(AsyncNode):
             call,
             retry=self.retry,
             timeout=self.call_timeout,
-            runner=self.runner or self.toolset.runner,
+            runner=self._runner(),
             guard=self._guard(),
         )
+
+    def _runner(self) -> Any:
+        """Where calls run: this executor's runner, its toolset's, the run's `services["runner"]`
+        (a sandbox), or None for this process."""
+        found = self.runner or self.toolset.runner
+        if found is None and self.context is not None:
+            found = self.context.services.get("runner")
+        return found
 
     def _publish(
         self, calls: list[ToolCall], results: dict[str, ToolResult], complete: bool = True

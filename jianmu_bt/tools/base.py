@@ -8,6 +8,7 @@ event loop. `call(...)` is the never-raising form that returns a `ToolResult`.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
@@ -145,6 +146,28 @@ class Tool(ABC):
         # finishes on its own (use a sandbox runner for work that must be stoppable).
         return await run_blocking(self.run, prepared)
 
+    @property
+    def runs_in_a_thread(self) -> bool:
+        """True when `execute_local` hands `run` to a worker thread (a sync, blocking tool)."""
+        return not self._run_is_async and self.blocking
+
+    def blocking_work(
+        self,
+        args: Any = None,
+        injected: Mapping[str, Any] | None = None,
+        prefer_injected: bool = True,
+    ) -> Callable[[], Any] | ToolResult:
+        """What `execute` would run in a worker thread, validated and bound, or the ToolResult
+        error for arguments that do not fit. Only for tools that `runs_in_a_thread`.
+
+        Lets a caller with many such calls hand them to the worker threads together
+        (`jianmu_bt.tools.blocking`), then normalise each outcome with `to_result`.
+        """
+        prepared = self.prepare_input(self.merge_args(args, injected, prefer_injected))
+        if isinstance(prepared, ToolResult):
+            return prepared
+        return functools.partial(self.run, prepared)
+
     def prepare_input(self, args: Any) -> Any:
         """Shape the arguments into what `run` takes, or return a ToolResult error.
 
@@ -190,8 +213,16 @@ class Tool(ABC):
                 self.name, f"Error: tool '{self.name}' timed out after {limit}s"
             )
         except Exception as exc:  # a tool fault is an observation, not a crash
-            return ToolResult.failure(self.name, f"Error: {type(exc).__name__}: {exc}")
+            return self.error_result(exc)
+        return self.to_result(raw)
+
+    def to_result(self, raw: Any) -> ToolResult:
+        """A raw return value of this tool as a ToolResult (see `ToolResult.from_raw`)."""
         return ToolResult.from_raw(self.name, raw)
+
+    def error_result(self, exc: Exception) -> ToolResult:
+        """An exception raised by this tool as the failed ToolResult an LLM reads."""
+        return ToolResult.failure(self.name, f"Error: {type(exc).__name__}: {exc}")
 
     async def call_tool_call(self, call: ToolCall, **kwargs: Any) -> ToolResult:
         """`call` with the arguments of a ToolCall."""

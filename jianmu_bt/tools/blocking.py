@@ -43,14 +43,13 @@ DEFAULT_IDLE_TIMEOUT = 10.0
 
 
 class _Job:
-    __slots__ = ("args", "cancelled", "context", "fn", "future")
+    __slots__ = ("args", "context", "fn", "future")
 
     def __init__(self, future: asyncio.Future[Any], fn: Callable[..., Any], args: tuple) -> None:
         self.future = future
         self.context = contextvars.copy_context()
         self.fn = fn
         self.args = args
-        self.cancelled = False
 
 
 class BlockingPool:
@@ -86,8 +85,11 @@ class BlockingPool:
         with self._lock:
             return len(self._threads)
 
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run `fn(*args)` in a worker thread and return its result (or raise its exception)."""
+    def submit(self, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+        """Queue `fn(*args)` and return the future of its result (call from the pool's loop).
+
+        Cancelling the future before a worker takes the call means it never runs.
+        """
         loop = self._loop()
         if loop is None or self.closed:
             raise RuntimeError("this blocking pool is closed")
@@ -95,11 +97,11 @@ class BlockingPool:
         with self._lock:
             self._jobs.append(job)
             self._wake_one()
-        try:
-            return await job.future
-        except asyncio.CancelledError:
-            job.cancelled = True  # still queued: it never starts; running: abandoned
-            raise
+        return job.future
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run `fn(*args)` in a worker thread and return its result (or raise its exception)."""
+        return await self.submit(fn, *args)
 
     def close(self) -> None:
         """Stop the workers; queued calls fail. Call it from the pool's event loop thread.
@@ -155,7 +157,10 @@ class BlockingPool:
                         return  # idle for idle_timeout, or closed
                     continue
                 job = self._jobs.popleft()
-                if job.cancelled:
+                # A cancelled caller cancels the future it awaits: a queued call never starts.
+                # (Reading the flag from this thread is safe; at worst a call that is being
+                # cancelled right now still runs and its result is dropped.)
+                if job.future.cancelled():
                     continue
                 if self._jobs:  # this job may block: let another worker take the rest
                     self._wake_one()
@@ -251,9 +256,12 @@ async def run_blocking(fn: Callable[..., T], /, *args: Any) -> T:
     Cancelling the caller abandons a running call (the thread cannot be killed).
     """
     try:
-        pool = await blocking_pool()
+        loop = asyncio.get_running_loop()
     except RuntimeError:  # no asyncio loop running here: another anyio backend
         return await anyio.to_thread.run_sync(fn, *args, abandon_on_cancel=True)
+    pool = _pools.get(loop)
+    if pool is None or pool.closed:
+        pool = await blocking_pool()
     return await pool.run(fn, *args)
 
 

@@ -122,13 +122,33 @@ class FunctionTool(Tool):
         kwargs = self.prepare_input(args)
         if isinstance(kwargs, ToolResult):
             return kwargs
-        positional = [kwargs.pop(n) for n in self.signature.positional_only]
+        bound = self._bind(kwargs)
         if self._fn_is_async:
-            return await self.fn(*positional, **kwargs)
+            return await bound()
         if not self.blocking:
-            return self.fn(*positional, **kwargs)
-        call = functools.partial(self.fn, *positional, **kwargs)
-        return await run_blocking(call)
+            return bound()
+        return await run_blocking(bound)
+
+    @property
+    def runs_in_a_thread(self) -> bool:
+        """True for a sync function that blocks (`blocking=True`, the default)."""
+        return not self._fn_is_async and self.blocking
+
+    def blocking_work(
+        self,
+        args: Any = None,
+        injected: Mapping[str, Any] | None = None,
+        prefer_injected: bool = True,
+    ) -> Callable[[], Any] | ToolResult:
+        """The validated call of the function, or a ToolResult error (see `Tool.blocking_work`)."""
+        kwargs = self.prepare_input(self.merge_args(args, injected, prefer_injected))
+        if isinstance(kwargs, ToolResult):
+            return kwargs
+        return self._bind(kwargs)
+
+    def _bind(self, kwargs: dict[str, Any]) -> functools.partial[Any]:
+        positional = [kwargs.pop(n) for n in self.signature.positional_only]
+        return functools.partial(self.fn, *positional, **kwargs)
 
     def __repr__(self) -> str:
         return f"<FunctionTool {self.name!r} of {getattr(self.fn, '__qualname__', self.fn)!r}>"

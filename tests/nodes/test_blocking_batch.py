@@ -1,0 +1,193 @@
+"""ToolExecutor's batch path for blocking sync tools: same outcome as one call at a time."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+from py_trees.common import Status
+
+from jianmu_bt import ToolCall, tool
+from jianmu_bt.guard import GuardEnforcer
+from jianmu_bt.nodes import ToolExecutor
+from jianmu_bt.runtime import AgentState, StateManager, TreeRunner
+
+WAIT = 10.0
+
+
+@tool(effect_tags=["lookup"])
+def lookup(key: str, times: int = 1) -> str:
+    """Look a key up (blocking)."""
+    time.sleep(0.001)
+    return key * times
+
+
+@tool
+def broken(key: str) -> str:
+    """Always raises."""
+    raise LookupError(f"no entry for {key}")
+
+
+@tool
+def dict_result(key: str) -> dict:
+    """A structured output."""
+    return {"key": key, "ok": True, "output": key.upper()}
+
+
+@tool
+async def async_echo(text: str) -> str:
+    """An async tool in the same batch."""
+    return text
+
+
+@tool(blocking=False)
+def quick(text: str) -> str:
+    """A quick sync tool that runs on the loop."""
+    return text.upper()
+
+
+TOOLS = [lookup, broken, dict_result, async_echo, quick]
+
+BATCH = [
+    {"id": "c1", "name": "lookup", "arguments": {"key": "ab", "times": 2}},
+    {"id": "c2", "name": "broken", "arguments": {"key": "zz"}},
+    {"id": "c3", "name": "lookup", "arguments": {"key": "x", "times": "many"}},
+    {"id": "c4", "name": "dict_result", "arguments": {"key": "k"}},
+    {"id": "c5", "name": "async_echo", "arguments": {"text": "hi"}},
+    {"id": "c6", "name": "nope", "arguments": {}},
+    {"id": "c7", "name": "lookup", "arguments": "{not json"},
+    {"id": "c8", "name": "quick", "arguments": {"text": "q"}},
+    {"id": "c9", "name": "lookup", "arguments": {"key": "solo"}},
+]
+
+
+def split(executor: ToolExecutor, calls=None):
+    """The executor's split of a batch, as made inside a running asyncio loop."""
+
+    async def inside() -> tuple:
+        return executor._blocking_work(ToolCall.from_list(calls or BATCH))
+
+    return asyncio.run(inside())
+
+
+def run_batch(**options):
+    state = StateManager(AgentState)
+    state.set("actions", ToolCall.from_list(BATCH))
+    guard = GuardEnforcer.from_config({"budgets": {"lookup": 10}})
+    executor = ToolExecutor(TOOLS, guard=guard, **options)
+    runner = TreeRunner(executor, state)
+    events = []
+    runner.events.subscribe(events.append)
+    result = runner.run(timeout=WAIT)
+    assert result.ok, result.reason
+    calls = [
+        {k: v for k, v in e.to_dict().items() if k not in ("time", "duration")}
+        for e in events
+        if e.type.startswith("tool.call.")
+    ]
+    calls.sort(key=lambda e: (e["call_id"], e["type"]))
+    return executor, result, calls, guard
+
+
+def test_the_batch_path_answers_and_reports_like_the_per_call_path():
+    batched, result, events, guard = run_batch()
+    # A call timeout sends every call through the per-call path; it never fires here.
+    single, result_single, events_single, guard_single = run_batch(call_timeout=60)
+    assert split(batched)[0] and not split(single)[0]
+
+    assert result.state["messages"] == result_single.state["messages"]
+    assert events == events_single
+    counts = guard.snapshot()["context"], guard_single.snapshot()["context"]
+    assert counts[0]["effect_counts"] == counts[1]["effect_counts"] == {"lookup": 2}
+    assert {k: len(v) for k, v in counts[0]["call_times"].items()} == {
+        k: len(v) for k, v in counts[1]["call_times"].items()
+    }
+    assert result.state["tool_effects"] == result_single.state["tool_effects"] == {"lookup": 2}
+
+    contents = {m["tool_call_id"]: m["content"] for m in result.state["messages"]}
+    assert contents["c1"] == "abab" and contents["c9"] == "solo"
+    assert contents["c2"] == "Error: LookupError: no entry for zz"
+    assert contents["c3"].startswith("Error: invalid arguments for tool 'lookup'")
+    assert "times" in contents["c3"]
+    assert contents["c4"] == "K"
+    assert contents["c5"] == "hi" and contents["c8"] == "Q"
+    assert "unknown tool 'nope'" in contents["c6"]
+    assert "not a valid JSON object" in contents["c7"]
+    assert [m["tool_call_id"] for m in result.state["messages"]] == [c["id"] for c in BATCH]
+
+
+def test_which_calls_go_to_the_worker_threads_together():
+    @tool(timeout=5)
+    def limited(key: str) -> str:
+        """Has its own timeout."""
+        return key
+
+    executor = ToolExecutor([*TOOLS, limited])
+    TreeRunner(executor, StateManager(AgentState))
+    calls = ToolCall.from_list(
+        [
+            *BATCH,
+            {"id": "c10", "name": "limited", "arguments": {"key": "k"}},
+        ]
+    )
+    together, alone = split(executor, calls)
+    assert [c.id for _, c, _ in together] == ["c1", "c2", "c3", "c4", "c9"]
+    assert [c.id for c in alone] == ["c5", "c6", "c7", "c8", "c10"]
+    retrying = ToolExecutor(TOOLS, max_retries=1)
+    TreeRunner(retrying, StateManager(AgentState))
+    assert split(retrying, calls)[0] == []
+    assert executor._blocking_work(calls)[0] == []  # no asyncio loop running: per call
+
+
+def test_blocking_calls_of_a_batch_run_at_the_same_time():
+    barrier = threading.Barrier(4, timeout=WAIT)
+
+    @tool
+    def meet(i: int) -> int:
+        """Waits until all four calls are inside."""
+        return barrier.wait() * 0 + i
+
+    state = StateManager(AgentState)
+    state.set("actions", [ToolCall("meet", {"i": i}, f"m{i}") for i in range(4)])
+    assert TreeRunner(ToolExecutor([meet]), state).run(timeout=WAIT).ok
+    assert [m["content"] for m in state.get("messages")] == ["0", "1", "2", "3"]
+
+
+def test_a_halt_keeps_the_blocking_calls_that_finished():
+    release = threading.Event()
+
+    @tool
+    def step(tag: str) -> str:
+        """Blocks for tag 'b' until released."""
+        if tag == "b":
+            release.wait(WAIT)
+        return tag
+
+    state = StateManager(AgentState)
+    state.set("actions", [ToolCall("step", {"tag": t}, f"c_{t}") for t in "abc"])
+    halted = TreeRunner(ToolExecutor([step]), state).run(timeout=0.5)
+    release.set()
+    assert halted.status == Status.FAILURE
+    assert sorted(m["tool_call_id"] for m in state.get("messages")) == ["c_a", "c_c"]
+    assert [c.id for c in state.get("actions")] == ["c_a", "c_b", "c_c"]
+    assert TreeRunner(ToolExecutor([step]), state).run(timeout=WAIT).ok
+    assert sorted(m["tool_call_id"] for m in state.get("messages")) == ["c_a", "c_b", "c_c"]
+
+
+@pytest.mark.parametrize("options", [{}, {"call_timeout": 60}], ids=["together", "per-call"])
+def test_an_exception_that_is_not_a_tool_fault_propagates(options):
+    class Stop(BaseException):
+        pass
+
+    @tool
+    def stop() -> None:
+        """Raises a BaseException."""
+        raise Stop()
+
+    state = StateManager(AgentState)
+    state.set("actions", [ToolCall("stop", {}, "s1"), ToolCall("lookup", {"key": "k"}, "s2")])
+    with pytest.raises(BaseException) as caught:
+        TreeRunner(ToolExecutor([stop, lookup], **options), state).run(timeout=WAIT)
+    assert caught.group_contains(Stop, depth=None) or caught.type is Stop
