@@ -19,11 +19,11 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from jianmu_bt.runtime.events import EventBus
+from jianmu_bt.runtime.task_groups import start_soon
 
 if TYPE_CHECKING:
-    from anyio.abc import TaskGroup
-
     from jianmu_bt.runtime.state import StateManager
+    from jianmu_bt.runtime.task_groups import TaskGroup
 
 
 class LoopHandle:
@@ -128,7 +128,7 @@ class RunContext:
             )
         handle = TaskHandle()
         self._handles.add(handle)
-        self._task_group.start_soon(self._run, handle, work, timeout)
+        start_soon(self._task_group, self._run, handle, work, timeout)
         return handle
 
     async def _run(

@@ -24,6 +24,7 @@ from py_trees.common import Status
 from jianmu_bt.runtime.context import LoopHandle, RunContext
 from jianmu_bt.runtime.events import EventBus
 from jianmu_bt.runtime.state import StateManager
+from jianmu_bt.runtime.task_groups import create_task_group
 
 TERMINAL = (Status.SUCCESS, Status.FAILURE)
 # Ticks that may follow each other without waiting before max_ticks_per_second applies.
@@ -223,7 +224,7 @@ class TreeRunner:
         self._loop_handle = LoopHandle()
         status = Status.FAILURE
         try:
-            async with anyio.create_task_group() as task_group:
+            async with create_task_group() as task_group:
                 self.context.attach(task_group, self.wake)
                 try:
                     if timeout is None:
@@ -236,9 +237,7 @@ class TreeRunner:
                             status = Status.FAILURE
                 finally:
                     final = self.node_statuses()
-                    self.halt()
-                    if self.context.in_flight:  # cancelling formats a message: skip when idle
-                        task_group.cancel_scope.cancel()
+                    self.halt()  # cancels every task the nodes started
         finally:
             self.context.attach(*outer_attachment)
             self._wake_event = None
@@ -294,12 +293,11 @@ class TreeRunner:
         # Holds the task group that step-by-step ticks spawn node work into.
         self._loop_handle = LoopHandle()
         self._host_done = anyio.Event()
-        async with anyio.create_task_group() as task_group:
+        async with create_task_group() as task_group:
             self.context.attach(task_group, self.wake)
             task_status.started()
             await self._host_done.wait()
-            self.halt()
-            task_group.cancel_scope.cancel()
+            self.halt()  # cancels every task the nodes started
         self.context.attach(None, self.wake)
 
     def halt(self) -> None:
