@@ -15,12 +15,12 @@ the first problem by its position, before any request is sent.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from jianmu_bt.llm.errors import InvalidRequestError
 from jianmu_bt.tools import ToolCall, ToolResult
+from jianmu_bt.tools.calls import as_text
 
 ROLES = ("system", "user", "assistant", "tool")
 
@@ -79,14 +79,7 @@ def tool_result_message(call: ToolCall, result: ToolResult) -> dict[str, Any]:
 
 
 def _content_text(content: Any) -> str:
-    if isinstance(content, ToolResult):
-        return content.content
-    if isinstance(content, str):
-        return content
-    try:
-        return json.dumps(content, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return str(content)
+    return content.content if isinstance(content, ToolResult) else as_text(content)
 
 
 def _check_content(where: str, content: Any, *, optional: bool) -> Any:

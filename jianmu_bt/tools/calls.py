@@ -106,11 +106,16 @@ class ToolCall:
         }
 
 
-def _stringify(value: Any) -> str:
+# One encoder for every observation: json.dumps with options builds a new encoder per call.
+_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
+
+
+def as_text(value: Any) -> str:
+    """The text an LLM reads for a value: a string as it is, anything else as JSON (or str)."""
     if isinstance(value, str):
         return value
     try:
-        return json.dumps(value, ensure_ascii=False, default=str)
+        return _JSON.encode(value)
     except (TypeError, ValueError):
         return str(value)
 
@@ -158,7 +163,7 @@ class ToolResult:
     def content(self) -> str:
         """The text an LLM reads as the observation of this call."""
         if self.ok:
-            return _stringify(self.output)
+            return as_text(self.output)
         error = self.error or "unknown error"
         return error if error.startswith(ERROR_PREFIX) else f"{ERROR_PREFIX} {error}"
 
