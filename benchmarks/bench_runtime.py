@@ -20,6 +20,7 @@ import gc
 import resource
 import statistics
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -38,6 +39,7 @@ from benchmarks.harness import (
     aper_call,
     faster,
     ideal,
+    info,
     interleave,
     share,
     within,
@@ -227,9 +229,34 @@ async def measure_batches(settings: Settings) -> tuple[dict[str, list[float]], s
     return t, missing
 
 
+def thread_round_trip(rounds: int) -> float:
+    """Median seconds for a wake-up of a sleeping thread and its answer (two lock hand-offs):
+    the floor of any hop to a worker thread and back on this machine."""
+    ping, pong = threading.Lock(), threading.Lock()
+    ping.acquire()
+    pong.acquire()
+
+    def answer() -> None:
+        for _ in range(rounds):
+            ping.acquire()
+            pong.release()
+
+    other = threading.Thread(target=answer)
+    other.start()
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        ping.release()
+        pong.acquire()
+        times.append(time.perf_counter() - start)
+    other.join()
+    return statistics.median(times)
+
+
 def batch(settings: Settings) -> Section:
     """One batch of 10 trivial calls: ToolExecutor next to LangGraph's ToolNode."""
     t, missing = asyncio.run(measure_batches(settings))
+    floor = thread_round_trip(settings.pick(2000, 300))
     node, graph = "LangGraph ToolNode", "LangGraph 1-node graph"
     sync_note = missing or SYNC_NOTE
     return Section(
@@ -290,6 +317,11 @@ def batch(settings: Settings) -> Section:
                 f"{node}.ainvoke",
                 None,
                 missing,
+            ),
+            info(
+                "  wake a sleeping thread and back (floor of a hop)",
+                floor,
+                note="two lock hand-offs: every hop to a worker thread and back pays it",
             ),
         ],
     )
