@@ -97,11 +97,20 @@ class Tool(ABC):
     blocking: bool = True
 
     _run_is_async: ClassVar[bool] = False
+    _plain_execution: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         # Decided once per class, not on every call.
         cls._run_is_async = inspect.iscoroutinefunction(cls.run)
+        # `blocking_work` stands for `execute` only while a subclass changes neither `execute`
+        # nor `call`, and changes `execute_local` only together with `blocking_work` (a
+        # sandboxed tool overrides `execute` and must never be run here in a thread).
+        cls._plain_execution = (
+            _owner(cls, "execute") is Tool
+            and _owner(cls, "call") is Tool
+            and _owner(cls, "execute_local") is _owner(cls, "blocking_work")
+        )
 
     @abstractmethod
     def run(self, input: Any) -> Any:
@@ -148,8 +157,9 @@ class Tool(ABC):
 
     @property
     def runs_in_a_thread(self) -> bool:
-        """True when `execute_local` hands `run` to a worker thread (a sync, blocking tool)."""
-        return not self._run_is_async and self.blocking
+        """True when `execute` (with no runner) runs `run` in a worker thread of this process:
+        a sync, blocking tool whose execution `blocking_work` describes exactly."""
+        return self._plain_execution and not self._run_is_async and self.blocking
 
     def blocking_work(
         self,
@@ -276,3 +286,8 @@ class Tool(ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
+
+
+def _owner(cls: type, name: str) -> type:
+    """The class in `cls`'s MRO that defines attribute `name`."""
+    return next(klass for klass in cls.__mro__ if name in klass.__dict__)

@@ -132,7 +132,7 @@ class FunctionTool(Tool):
     @property
     def runs_in_a_thread(self) -> bool:
         """True for a sync function that blocks (`blocking=True`, the default)."""
-        return not self._fn_is_async and self.blocking
+        return self._plain_execution and not self._fn_is_async and self.blocking
 
     def blocking_work(
         self,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 
@@ -13,6 +14,7 @@ from jianmu_bt import ToolCall, tool
 from jianmu_bt.guard import GuardEnforcer
 from jianmu_bt.nodes import ToolExecutor
 from jianmu_bt.runtime import AgentState, StateManager, TreeRunner
+from jianmu_bt.tools import BuiltinToolProvider, Tool
 
 WAIT = 10.0
 
@@ -191,3 +193,42 @@ def test_an_exception_that_is_not_a_tool_fault_propagates(options):
     with pytest.raises(BaseException) as caught:
         TreeRunner(ToolExecutor([stop, lookup], **options), state).run(timeout=WAIT)
     assert caught.group_contains(Stop, depth=None) or caught.type is Stop
+
+
+def test_tools_that_change_how_they_execute_are_never_run_here_in_a_thread():
+    class Routed(Tool):
+        """A sync tool whose execute goes elsewhere (as a sandboxed tool's does)."""
+
+        name = "routed"
+        input_schema = {"type": "object", "properties": {"x": {"type": "integer"}}}
+
+        def run(self, input):
+            raise AssertionError("run in-process")
+
+        async def execute(self, args=None, injected=None, runner=None, prefer_injected=True):
+            return f"routed {args['x']}"
+
+    repl = BuiltinToolProvider(["python_repl"]).get_tools()[0]
+    assert not repl.runs_in_a_thread and not Routed().runs_in_a_thread
+    assert lookup.runs_in_a_thread
+    executor = ToolExecutor([Routed(), repl, lookup], execution_mode="parallel")
+    calls = [
+        {"id": "r1", "name": "routed", "arguments": {"x": 1}},
+        {"id": "p1", "name": "python_repl", "arguments": {"code": "print(1)"}},
+        {"id": "p2", "name": "python_repl", "arguments": {"code": "print(2)"}},
+        {"id": "l1", "name": "lookup", "arguments": {"key": "k"}},
+    ]
+    TreeRunner(executor, StateManager(AgentState))
+    together, _ = split(executor, calls)
+    assert [c.id for _, c, _ in together] == ["l1"]
+    state = StateManager(AgentState)
+    state.set("actions", ToolCall.from_list(calls))
+    try:
+        assert TreeRunner(executor, state).run(timeout=60).ok
+    finally:
+        asyncio.run(repl.aclose())  # the sandbox the tool started for itself
+    contents = {m["tool_call_id"]: m["content"] for m in state.get("messages")}
+    assert contents["r1"] == "routed 1" and contents["l1"] == "k"
+    # python_repl went through its own execute: a sandbox, not a thread of this process.
+    assert json.loads(contents["p1"])["stdout"] == "1\n"
+    assert json.loads(contents["p2"])["stdout"] == "2\n"
