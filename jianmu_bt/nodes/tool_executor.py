@@ -143,10 +143,15 @@ class ToolExecutor(AsyncNode):
     ) -> list[ToolCall]:
         """Verdicts for the batch; waits while any call is PENDING. Returns the calls to run."""
 
+        announced: set[str] = set()
+
         def held(pending: list[Any]) -> None:
-            self._save_guard(guard)
+            self._save_guard(guard)  # on every change: a snapshot keeps the latest approvals
             self.feedback_message = f"waiting for approval of {len(pending)} call(s)"
             for verdict in pending:
+                if verdict.call_id in announced:  # one pending event per held call
+                    continue
+                announced.add(verdict.call_id)
                 self.emit(
                     "guard.decision",
                     tool=verdict.tool,

@@ -101,6 +101,49 @@ def test_pending_holds_the_batch_until_approved_from_another_thread():
     assert state.get("guard")["approvals"]["records"][0]["status"] == "approved"
 
 
+def test_each_held_call_is_announced_once_while_the_batch_waits():
+    runner, guard, state = setup(
+        {"approve": ["shell"]},
+        [
+            {"id": "b", "name": "shell", "arguments": {"cmd": "one"}},
+            {"id": "c", "name": "shell", "arguments": {"cmd": "two"}},
+        ],
+    )
+    pending = []
+    runner.events.subscribe(
+        lambda e: (
+            pending.append(e.data["call_id"])
+            if e.type == "guard.decision" and e.data["decision"] == "pending"
+            else None
+        )
+    )
+
+    def saved_status(call_id):
+        records = (state.get("guard") or {}).get("approvals", {}).get("records", [])
+        return next((r["status"] for r in records if r["call_id"] == call_id), None)
+
+    def reviewer():
+        deadline = time.monotonic() + 10
+        while len(pending) < 2 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        guard.approvals.approve("b")
+        # The executor looks again (c is still held) and saves the guard: then decide c.
+        while saved_status("b") != "approved" and time.monotonic() < deadline:
+            time.sleep(0.005)
+        guard.approvals.approve("c")
+
+    thread = threading.Thread(target=reviewer)
+    thread.start()
+    result = runner.run(timeout=10)
+    thread.join()
+    assert result.ok and sorted(ran) == [("shell", "one"), ("shell", "two")]
+    assert sorted(pending) == ["b", "c"]  # the approval of b did not announce c again
+    assert [r["status"] for r in state.get("guard")["approvals"]["records"]] == [
+        "approved",
+        "approved",
+    ]
+
+
 def test_rejected_call_reports_the_reviewers_reason():
     runner, guard, _ = setup(
         {"approve": ["shell"]}, [{"id": "b", "name": "shell", "arguments": {"cmd": "x"}}]
