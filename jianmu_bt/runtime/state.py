@@ -12,10 +12,8 @@ write the version goes up by one and subscribers hear which keys changed.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
-import uuid
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, Self
@@ -24,6 +22,7 @@ import py_trees
 from py_trees.blackboard import Blackboard
 from pydantic import BaseModel, ValidationError
 
+from jianmu_bt.runtime.namespaces import claim_namespace, release_blackboard, release_namespace
 from jianmu_bt.runtime.reducers import APPEND, REPLACE, Reducer, ReducerSpec
 from jianmu_bt.runtime.state_schema import (
     AgentState,
@@ -50,43 +49,6 @@ StateSubscriber = Callable[[frozenset[str]], None]
 """A callback told, after each successful write, which state fields changed."""
 
 _MISSING: Any = object()
-_NAMESPACE_ROOT = "/jianmu"
-_live_namespaces: set[str] = set()
-_namespaces_lock = threading.Lock()
-
-
-def _claim_namespace(namespace: str | None) -> str:
-    """A fresh run namespace, or the caller's one after checking no live run holds it."""
-    if namespace is None:
-        name = f"{_NAMESPACE_ROOT}/run_{uuid.uuid4().hex[:16]}"
-    else:
-        name = "/" + namespace.strip().strip("/")
-        if name == "/" or "." in name or "//" in name:
-            raise ValueError(
-                f"invalid state namespace {namespace!r}: use a non-empty path such as "
-                "'/jianmu/my_run' (no '.', which py_trees reads as attribute access)"
-            )
-    with _namespaces_lock:
-        if name in _live_namespaces:
-            raise ValueError(f"state namespace {name!r} is already used by a live StateManager")
-        _live_namespaces.add(name)
-    return name
-
-
-def _release(client: py_trees.blackboard.Client, paths: tuple[str, ...], namespace: str) -> None:
-    """Unregister the run's blackboard client and remove its values (close() or garbage)."""
-    for path in paths:
-        # KeyError: Blackboard.clear() already dropped the key's metadata
-        with contextlib.suppress(KeyError):
-            client.unregister_key(path, clear=True, update_namespace_cache=False)
-        Blackboard.storage.pop(path, None)
-    Blackboard.clients.pop(client.id(), None)
-    _release_namespace(namespace)
-
-
-def _release_namespace(namespace: str) -> None:
-    with _namespaces_lock:
-        _live_namespaces.discard(namespace)
 
 
 class StateManager:
@@ -134,7 +96,7 @@ class StateManager:
         self._plan = plan
         self._fields = plan.fields
         self._reducers = field_reducers
-        self._namespace = _claim_namespace(namespace)
+        self._namespace = claim_namespace(namespace)
         self._paths = {name: f"{self._namespace}/{name}" for name in plan.names}
         self._changed = {name: frozenset((name,)) for name in plan.names}
         self._all_keys = frozenset(plan.names)
@@ -148,11 +110,11 @@ class StateManager:
                 name=f"state:{self._namespace}", namespace=self._namespace
             )
         except BaseException:
-            _release_namespace(self._namespace)
+            release_namespace(self._namespace)
             raise
         self._client = client
         self._finalizer = weakref.finalize(
-            self, _release, client, tuple(self._paths.values()), self._namespace
+            self, release_blackboard, client, tuple(self._paths.values()), self._namespace
         )
         self._finalizer.atexit = False  # nothing to free at interpreter exit
         try:
