@@ -27,7 +27,7 @@ _DEFAULT_BUILTINS: dict[str, str] = {
     "write_file": "jianmu_bt.tools.builtin.files:WriteFileTool",
     "list_dir": "jianmu_bt.tools.builtin.files:ListDirTool",
     "file_info": "jianmu_bt.tools.builtin.files:FileInfoTool",
-    "str_replace": "jianmu_bt.tools.builtin.files:StrReplaceTool",
+    "str_replace": "jianmu_bt.tools.builtin.edit_file:StrReplaceTool",
     "glob_search": "jianmu_bt.tools.builtin.search_files:GlobSearchTool",
     "grep_search": "jianmu_bt.tools.builtin.search_files:GrepSearchTool",
     "calculator": "jianmu_bt.tools.builtin.calculator:CalculatorTool",

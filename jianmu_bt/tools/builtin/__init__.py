@@ -16,7 +16,7 @@ _EXPORTS: dict[str, str] = {
     "WriteFileTool": "files",
     "ListDirTool": "files",
     "FileInfoTool": "files",
-    "StrReplaceTool": "files",
+    "StrReplaceTool": "edit_file",
     "GlobSearchTool": "search_files",
     "GrepSearchTool": "search_files",
     "CalculatorTool": "calculator",

@@ -1,4 +1,4 @@
-"""File tools confined to a workspace: read_file, write_file, list_dir, file_info, str_replace.
+"""File tools confined to a workspace: read_file, write_file, list_dir, file_info.
 
 Every path goes through `Workspace.resolve` (containment on resolved paths) and is then used
 without following links (see `jianmu_bt.tools.builtin.workspace`). Reads are bounded and say so
@@ -34,7 +34,7 @@ def _read_limited(handle: BinaryIO, limit: int, shown: str) -> bytes:
     return data
 
 
-def _read_text_file(handle: BinaryIO, shown: str, limit: int) -> str:
+def read_text_file(handle: BinaryIO, shown: str, limit: int) -> str:
     """A whole text file (UTF-8; undecodable bytes kept via surrogateescape); binary refused."""
     data = _read_limited(handle, limit, shown)
     if is_binary(data):
@@ -318,85 +318,3 @@ class FileInfoTool(WorkspaceTool):
                     unterminated = bool(data) and not data.endswith(b"\n")
                     result["lines"] = data.count(b"\n") + unterminated
         return result
-
-
-class StrReplaceArgs(ToolArguments):
-    path: str = PathField
-    old_str: str = Field(min_length=1, description="Exact text to replace, whitespace included")
-    new_str: str = Field(description="Text to put in its place")
-    replace_all: bool = Field(False, description="Replace every occurrence instead of one")
-
-
-class StrReplaceTool(WorkspaceTool):
-    """Replace an exact piece of text in a file inside the workspace."""
-
-    name = "str_replace"
-    description = (
-        "Replace old_str with new_str in a text file inside the workspace. old_str must occur "
-        "exactly once (include enough surrounding text to make it unique) unless replace_all is "
-        "true. The file is rewritten atomically."
-    )
-    Arguments = StrReplaceArgs
-    output_schema: ClassVar[dict[str, Any]] = {
-        "type": "string",
-        "description": "How many occurrences were replaced, and where",
-    }
-    parallel_safe = False
-    effect_tags = ("file_read", "file_write")
-
-    def __init__(
-        self,
-        workspace: Workspace | str | os.PathLike[str] | None = None,
-        max_edit_bytes: int = 10 * 1024 * 1024,
-    ) -> None:
-        super().__init__(workspace)
-        self.max_edit_bytes = max_edit_bytes
-
-    @reports_faults
-    def run(self, input: StrReplaceArgs) -> str:
-        resolved = self.workspace.resolve(input.path)
-        shown = self.workspace.display(resolved)
-        if input.old_str == input.new_str:
-            raise WorkspaceError("old_str and new_str are identical; there is nothing to change")
-        with self.workspace.open_file(resolved) as handle:
-            text = _read_text_file(handle, shown, self.max_edit_bytes)
-        count = text.count(input.old_str)
-        if count == 0:
-            hint = " (the file uses Windows line endings, \\r\\n)" if "\r\n" in text else ""
-            raise WorkspaceError(
-                f"old_str was not found in '{shown}' (0 matches){hint}; read the file and copy "
-                "the exact text, whitespace and indentation included"
-            )
-        lines = _match_lines(text, input.old_str)
-        if count > 1 and not input.replace_all:
-            raise WorkspaceError(
-                f"old_str matches {count} times in '{shown}' (lines {_line_list(lines)}); "
-                "include more surrounding text to make it unique, or set replace_all to true"
-            )
-        updated = text.replace(input.old_str, input.new_str, -1 if input.replace_all else 1)
-        data = updated.encode("utf-8", errors="surrogateescape")
-        if len(data) > self.max_edit_bytes:
-            raise WorkspaceError(
-                f"the edited '{shown}' would have {len(data)} bytes; the limit is "
-                f"{self.max_edit_bytes}"
-            )
-        self.workspace.write_atomic(resolved, data, create_dirs=False)
-        replaced = count if input.replace_all else 1
-        noun, where = ("occurrence", "line") if replaced == 1 else ("occurrences", "lines")
-        return f"Replaced {replaced} {noun} in '{shown}' ({where} {_line_list(lines)})"
-
-
-def _match_lines(text: str, needle: str) -> list[int]:
-    """1-based line numbers where each non-overlapping occurrence of `needle` starts."""
-    lines, line, last, start = [], 1, 0, text.find(needle)
-    while start != -1:
-        line += text.count("\n", last, start)
-        lines.append(line)
-        last = start
-        start = text.find(needle, start + len(needle))
-    return lines
-
-
-def _line_list(lines: list[int], shown: int = 10) -> str:
-    text = ", ".join(str(n) for n in lines[:shown])
-    return text + (f", ... ({len(lines)} in all)" if len(lines) > shown else "")

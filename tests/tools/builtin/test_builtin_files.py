@@ -10,11 +10,11 @@ import anyio
 import pytest
 
 from jianmu_bt.tools import ToolSet
+from jianmu_bt.tools.builtin.edit_file import StrReplaceTool
 from jianmu_bt.tools.builtin.files import (
     FileInfoTool,
     ListDirTool,
     ReadFileTool,
-    StrReplaceTool,
     WriteFileTool,
 )
 
