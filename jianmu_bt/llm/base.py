@@ -108,8 +108,9 @@ class LLMResponse(BaseModel):
         finish_reason: str | None = None,
         model: str | None = None,
     ) -> LLMResponse:
-        """A response whose `message` is derived from `text` and `tool_calls` (ids filled in)."""
-        calls = [call.with_id() for call in tool_calls]
+        """A response whose `message` is derived from `text` and `tool_calls` (every call with an
+        id of its own)."""
+        calls = ToolCall.with_unique_ids(tool_calls)
         message: dict[str, Any] = {"role": "assistant", "content": text or (None if calls else "")}
         if calls:
             message["tool_calls"] = [call.to_openai() for call in calls]

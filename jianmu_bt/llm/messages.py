@@ -45,8 +45,8 @@ def user_message(content: str) -> dict[str, Any]:
 def assistant_message(
     content: str | None = None, tool_calls: Iterable[ToolCall | Mapping[str, Any]] = ()
 ) -> dict[str, Any]:
-    """An assistant message; tool calls without an id get one so results can answer them."""
-    calls = [call.with_id() for call in ToolCall.from_list(list(tool_calls))]
+    """An assistant message; each tool call gets an id of its own so results can answer it."""
+    calls = ToolCall.with_unique_ids(ToolCall.from_list(list(tool_calls)))
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if calls:
         message["tool_calls"] = [call.to_openai() for call in calls]

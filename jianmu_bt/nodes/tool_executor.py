@@ -2,7 +2,7 @@
 
 On each entry the executor:
 
-1. reads `actions` (ToolCalls) and gives every call an id (written back, so ids survive a
+1. reads `actions` (ToolCalls) and gives every call an id of its own (written back, so ids survive a
    snapshot); calls that already have a tool message in `messages` ran before and are skipped;
 2. asks the guard about the whole batch: DENY and CONFIRM calls get a refusal observation; if any
    call is PENDING the whole batch waits (the node stays RUNNING) until a reviewer decides through
@@ -110,7 +110,7 @@ class ToolExecutor(AsyncNode):
         given = ToolCall.from_list(state.read_port(self.actions_key))
         if not given:
             return True
-        calls = [c.with_id() for c in given]
+        calls = ToolCall.with_unique_ids(given)
         if any(c.id != g.id for c, g in zip(calls, given, strict=True)):
             state.set(self.actions_key, calls)  # the new ids must survive a snapshot
         answered = _answered_ids(state.read_port(self.messages_key) or ())

@@ -90,6 +90,19 @@ class ToolCall:
         """This call with an id, generating one when it has none."""
         return self if self.id else replace(self, id=new_call_id())
 
+    @staticmethod
+    def with_unique_ids(calls: Iterable[ToolCall]) -> list[ToolCall]:
+        """The calls with ids that answer each one apart: a missing id or one already used
+        earlier in the batch (some servers repeat ids) is replaced by a new one."""
+        seen: set[str] = set()
+        unique = []
+        for call in calls:
+            if not call.id or call.id in seen:
+                call = replace(call, id=new_call_id())
+            seen.add(call.id)
+            unique.append(call)
+        return unique
+
     def to_dict(self) -> dict[str, Any]:
         """The flat JSON-ready form, which `from_dict` reads back."""
         return {"name": self.name, "arguments": self.arguments, "id": self.id}

@@ -136,3 +136,11 @@ def test_response_build_keeps_message_and_calls_in_step():
     assert response.finish_reason == "tool_calls"  # a turn ending in calls is a tool-call turn
     assert response.tool_calls[0].id == response.message["tool_calls"][0]["id"]
     assert response.to_dict()["tool_calls"][0]["arguments"] == {"term": "x"}
+
+
+def test_response_build_gives_repeated_call_ids_ids_of_their_own():
+    calls = [ToolCall("lookup", {"term": t}, "call_0") for t in "xy"]
+    response = LLMResponse.build("", calls)
+    ids = [c.id for c in response.tool_calls]
+    assert ids[0] == "call_0" and len(set(ids)) == 2
+    assert [c["id"] for c in response.message["tool_calls"]] == ids

@@ -269,3 +269,14 @@ def test_a_halt_mid_batch_keeps_finished_calls_and_the_rest_run_later():
     assert TreeRunner(ToolExecutor([step]), state).run(timeout=5).ok
     assert ran == ["a", "b"]  # a did not run twice
     assert state.get("actions") == []
+
+
+def test_two_calls_with_the_same_id_are_both_answered():
+    calls = [
+        {"id": "dup", "name": "fetch", "arguments": {"url": "1"}},
+        {"id": "dup", "name": "fetch", "arguments": {"url": "2"}},
+    ]
+    _, result = execute(calls)
+    messages = result.state["messages"]
+    assert [m["content"] for m in messages] == ["page 1", "page 2"]
+    assert messages[0]["tool_call_id"] == "dup" and messages[1]["tool_call_id"] != "dup"

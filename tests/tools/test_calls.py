@@ -89,3 +89,17 @@ def test_content_is_llm_readable():
     assert ToolResult("t", True, {"a": 1}).content == '{"a": 1}'
     assert ToolResult("t", False, None, "bad").content == "Error: bad"
     assert ToolResult("t", False, None, "Error: bad").content == "Error: bad"
+
+
+def test_with_unique_ids_replaces_missing_and_repeated_ids_only():
+    calls = [
+        ToolCall("a", {}, "call_1"),
+        ToolCall("b", {}, None),
+        ToolCall("c", {}, "call_1"),  # a server that repeats ids
+        ToolCall("d", {}, "call_2"),
+    ]
+    unique = ToolCall.with_unique_ids(calls)
+    assert [c.name for c in unique] == ["a", "b", "c", "d"]
+    assert unique[0].id == "call_1" and unique[3].id == "call_2"
+    assert len({c.id for c in unique}) == 4 and all(c.id for c in unique)
+    assert ToolCall.with_unique_ids(unique) == unique  # already unique: unchanged
