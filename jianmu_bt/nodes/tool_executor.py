@@ -20,7 +20,6 @@ loop around it, not to the executor.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Literal, TypeVar
@@ -31,7 +30,7 @@ from jianmu_bt.llm import tool_result_message
 from jianmu_bt.nodes.calling import RetryPolicy, run_blocking_calls, run_tool_call
 from jianmu_bt.nodes.guarding import verdicts_when_decided
 from jianmu_bt.runtime.async_node import AsyncNode
-from jianmu_bt.runtime.task_groups import create_task_group, start_soon
+from jianmu_bt.runtime.task_groups import create_task_group, on_asyncio, start_soon
 from jianmu_bt.tools import Tool, ToolCall, ToolResult, ToolSet
 
 T = TypeVar("T")
@@ -47,14 +46,6 @@ async def run_all(work: Callable[[T], Awaitable[None]], items: Iterable[T]) -> N
 
 async def _call(job: Callable[[], Awaitable[None]]) -> None:
     await job()
-
-
-def _on_asyncio() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
 
 
 class ToolExecutor(AsyncNode):
@@ -226,7 +217,7 @@ class ToolExecutor(AsyncNode):
         with no retries and no timeout (those need the per-call path). On asyncio only."""
         if self.retry.max_retries or self.call_timeout is not None:
             return [], calls
-        if self._runner() is not None or not _on_asyncio():
+        if self._runner() is not None or not on_asyncio():
             return [], calls
         together, alone = [], []
         for call in calls:

@@ -19,13 +19,18 @@ import anyio.abc
 TaskGroup = asyncio.TaskGroup | anyio.abc.TaskGroup
 
 
-def create_task_group() -> AbstractAsyncContextManager[TaskGroup]:
-    """A new task group for the running event loop (`async with create_task_group() as group`)."""
+def on_asyncio() -> bool:
+    """True when the running event loop is asyncio's (not trio's)."""
     try:
         asyncio.get_running_loop()
-    except RuntimeError:  # not asyncio (trio)
-        return anyio.create_task_group()
-    return asyncio.TaskGroup()
+    except RuntimeError:
+        return False
+    return True
+
+
+def create_task_group() -> AbstractAsyncContextManager[TaskGroup]:
+    """A new task group for the running event loop (`async with create_task_group() as group`)."""
+    return asyncio.TaskGroup() if on_asyncio() else anyio.create_task_group()
 
 
 def start_soon(group: TaskGroup, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
