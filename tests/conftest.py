@@ -1,8 +1,29 @@
-"""Shared test configuration: async tests run on asyncio through anyio's pytest plugin."""
+"""Shared test configuration: async tests run on asyncio through anyio's pytest plugin; one
+throwaway PostgreSQL server per session for the tests that need one (`postgres_server`)."""
+
+from collections.abc import Iterator
 
 import pytest
+from postgres_server import PostgresUnavailable, skip_or_fail, start_postgres
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """The DSN of a throwaway PostgreSQL server's `postgres` database, for the whole session."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        skip_or_fail("psycopg is not installed (pip install 'jianmu-bt[postgres]')")
+    try:
+        dsn, stop = start_postgres()
+    except PostgresUnavailable as exc:
+        skip_or_fail(str(exc))
+    try:
+        yield dsn
+    finally:
+        stop()

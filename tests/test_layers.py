@@ -14,6 +14,7 @@ RANKS = {
     "guard": 4,
     "llm": 4,
     "mcp": 5,
+    "store": 5,
     "runtime": 6,
     "nodes": 7,
     "viz": 8,

@@ -16,7 +16,9 @@ from jianmu_bt import __version__
 from jianmu_bt.cli import (
     dot_command,
     mcp_command,
+    resume_command,
     run_command,
+    runs_command,
     schema_command,
     tools_command,
     validate_command,
@@ -27,6 +29,8 @@ DESCRIPTION = "Run, check and draw jianmu_bt behaviour trees written in YAML."
 EPILOG = """\
 examples:
   jianmu run trees/quickstart.yaml --watch
+  jianmu runs
+  jianmu resume RUN_ID --approve CALL_ID
   jianmu validate trees/*.yaml
   jianmu dot trees/quickstart.yaml -o quickstart.svg
   jianmu tools
@@ -52,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in (
         run_command,
+        resume_command,
+        runs_command,
         validate_command,
         dot_command,
         tools_command,

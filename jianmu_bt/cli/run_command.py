@@ -1,21 +1,22 @@
-"""`jianmu run FILE`: load a tree, run it to its end, and say how it went."""
+"""`jianmu run FILE`: load a tree, run it to its end (or a pause), and say how it went.
+
+Runs are recorded durably in a run store (`.jianmu/runs.db` by default, `--store` for another
+file, `--no-store` for none), so a run that pauses or whose process dies continues with
+`jianmu resume RUN_ID`.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from contextlib import ExitStack
-from pathlib import Path
 from typing import Any
 
-from jianmu_bt.cli.activity import ActivityLog
-from jianmu_bt.cli.approvals import MODES, ApprovalDesk, default_mode
+from jianmu_bt.cli.approvals import MODES, default_mode
 from jianmu_bt.cli.errors import CLIError
 from jianmu_bt.cli.loading import apply_inputs, load_tree_file, parse_assignments
+from jianmu_bt.cli.run_session import add_output_options, run_and_report
+from jianmu_bt.cli.stores import STORE_HELP, open_run_store, store_errors, waiting_calls
 from jianmu_bt.cli.subcommand import add_command
-from jianmu_bt.cli.summary import changed_keys, state_snapshot, summary_lines
-from jianmu_bt.cli.watch import WatchView
 
 HELP = "run a tree to its end and print a summary"
 EPILOG = """\
@@ -25,10 +26,13 @@ examples:
   jianmu run trees/quickstart.yaml --set numbers='6 * 7' --trace run.jsonl
   jianmu run trees/file_audit.yaml --timeout 60 --json
   jianmu run deploy.yaml --approve ask        # answer the guard's held calls at the terminal
+  jianmu run deploy.yaml --approve later      # pause on a held call; jianmu resume continues
 
 --set values are read as YAML (3 is a number, true a boolean, 'text' a string) and checked
-against the tree's state schema before the first tick. The exit status is 0 when the tree
-succeeded and 1 when it failed, timed out or could not start.
+against the tree's state schema before the first tick. Every run is recorded in a run store
+(.jianmu/runs.db under the current directory unless --store or --no-store says otherwise).
+Exit status: 0 the run succeeded, 1 it failed, timed out or could not start, 3 it paused
+waiting for a decision (continue it with `jianmu resume RUN_ID`).
 """
 
 
@@ -44,40 +48,19 @@ def add_parser(commands: Any) -> None:
         metavar="KEY=VALUE",
         help="set a state field before the run (repeatable)",
     )
-    parser.add_argument("--trace", metavar="OUT.jsonl", help="write every run event as JSON lines")
-    parser.add_argument(
-        "--watch",
-        action="store_true",
-        help="show the tree's node statuses live while it runs (plain text when not a terminal)",
-    )
-    parser.add_argument(
-        "--timeout", type=float, metavar="S", help="stop the run after S seconds (a failure)"
-    )
-    parser.add_argument(
-        "--json", action="store_true", help="print the result as JSON instead of a summary"
-    )
+    add_output_options(parser)
     parser.add_argument(
         "--approve",
-        choices=MODES,
+        choices=(*MODES, "later"),
         help="answer tool calls the guard holds for approval: ask at the terminal, approve all, "
-        "or reject them (none); default: ask on a terminal, none otherwise",
+        "reject them (none), or pause the run until `jianmu resume` decides (later); default: "
+        "ask on a terminal, none otherwise",
     )
-
-
-def _open_trace(path: str, tree: Any, stack: ExitStack) -> None:
-    from jianmu_bt.runtime import TraceWriter
-    from jianmu_bt.viz import TREE_NODES_EVENT, tree_nodes_data
-
-    target = Path(path)
-    if not target.parent.is_dir():
-        raise CLIError(f"--trace {path}: the directory '{target.parent}' does not exist")
-    try:
-        writer = stack.enter_context(TraceWriter(target))
-    except OSError as exc:
-        raise CLIError(f"--trace {path}: cannot write ({exc.strerror})") from None
-    stack.callback(tree.events.subscribe(writer))
-    # The node layout lets `jianmu dot --status-from` colour a freshly loaded copy of the tree.
-    tree.events.emit(TREE_NODES_EVENT, nodes=tree_nodes_data(tree.root))
+    parser.add_argument("--store", metavar="PATH", help=STORE_HELP)
+    parser.add_argument("--run-id", metavar="ID", help="the new run's id (default: a fresh one)")
+    parser.add_argument(
+        "--no-store", action="store_true", help="do not record the run (it cannot be resumed)"
+    )
 
 
 def _print_findings(tree: Any) -> None:
@@ -86,63 +69,43 @@ def _print_findings(tree: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    """Run the tree; 0 when it ended in SUCCESS, 1 otherwise."""
+    """Run the tree; 0 succeeded, 1 failed, 3 paused."""
     inputs = parse_assignments(args.assignments)
-    if args.timeout is not None and args.timeout <= 0:
-        raise CLIError(f"--timeout {args.timeout:g}: give a positive number of seconds")
-    with ExitStack() as stack:
-        tree = load_tree_file(args.file)
-        stack.callback(tree.close)
+    if args.no_store and (args.store or args.run_id):
+        raise CLIError("--no-store cannot be combined with --store or --run-id")
+    if args.no_store and args.approve == "later":
+        raise CLIError("--approve later pauses the run in a store: drop --no-store")
+    if args.run_id is not None and not args.run_id.strip():
+        raise CLIError("--run-id: give a non-empty id")
+    mode = args.approve or default_mode()
+    tree = load_tree_file(args.file)
+    store = None
+    try:
         _print_findings(tree)
         apply_inputs(tree.state, inputs)
-        before = state_snapshot(tree.state)
-        written: dict[str, None] = {}
-        stack.callback(tree.state.subscribe(lambda keys: written.update(dict.fromkeys(keys))))
-        activity = ActivityLog()
-        stack.callback(tree.events.subscribe(activity))
-        desk = ApprovalDesk(tree, args.approve or default_mode())
-        stack.callback(tree.events.subscribe(desk))
-        if args.trace:
-            _open_trace(args.trace, tree, stack)
-        view = None
-        if args.watch:
-            # With --json, stdout carries only the JSON document.
-            view = WatchView(tree.root, sys.stderr if args.json else sys.stdout)
-            stack.callback(tree.events.subscribe(view))
-        result = _run(tree, args.timeout)
-        if view is not None:
-            view.finish(result.node_statuses)
-        after = state_snapshot(tree.state)
-        changes = {key: after[key] for key in changed_keys(before, after, written)}
-        if args.json:
-            print(json.dumps(_as_json(tree, result, changes), indent=2, default=str))
-        else:
-            lines = summary_lines(
-                tree.name, result, activity, changes, show_activity=view is None or view.live
-            )
-            print("\n".join(lines))
-    return 0 if result.ok else 1
+        store = None if args.no_store else open_run_store(args.store, create=True)
+        hold = "pause" if mode == "later" else "wait"
+
+        def start() -> Any:
+            with store_errors():
+                return _run(tree, args.timeout, store, args.run_id, hold)
+
+        def waiting() -> list[Any]:
+            return waiting_calls(store, tree.runner.context.run_id) if store else []
+
+        return run_and_report(tree, args, mode, start, waiting)
+    finally:
+        tree.close()
+        if store is not None:
+            store.close()
 
 
-def _run(tree: Any, timeout: float | None) -> Any:
+def _run(tree: Any, timeout: float | None, store: Any, run_id: str | None, hold: str) -> Any:
     from jianmu_bt.loader import ProviderStartError, TreeInputError
 
     try:
-        return tree.run(timeout=timeout)
+        return tree.run(timeout=timeout, store=store, run_id=run_id, hold=hold)
     except TreeInputError as exc:
         raise CLIError(str(exc)) from None
     except ProviderStartError as exc:
         raise CLIError(f"the tree's tools could not start: {exc}") from None
-
-
-def _as_json(tree: Any, result: Any, changes: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "tree": tree.name,
-        "status": result.status.value,
-        "reason": result.reason,
-        "ticks": result.ticks,
-        "duration": result.duration,
-        "run_id": result.run_id,
-        "changed": changes,
-        "state": state_snapshot(tree.state),
-    }

@@ -53,8 +53,9 @@ def summary_lines(
     show_activity: bool = True,
 ) -> list[str]:
     """The summary: status, reason, ticks, duration, activity, changed state keys."""
+    ended = "paused" if result.paused else f"finished: {result.run_status}"
     lines = [
-        f"Run of '{tree_name}' finished: {result.status.value}",
+        f"Run of '{tree_name}' {ended}" + (f" (run {result.run_id})" if result.run_id else ""),
         f"  reason:   {'-' if result.ok else result.reason or 'not given'}",
         f"  ticks:    {result.ticks}",
         f"  duration: {result.duration:.3f}s",

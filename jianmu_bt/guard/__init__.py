@@ -9,9 +9,11 @@ from jianmu_bt.guard.approvals import (
     ApprovalRecord,
     ApprovalStatus,
     ApprovalStore,
+    CallIdReusedError,
     Grant,
     UnknownApprovalError,
 )
+from jianmu_bt.guard.binding import arguments_digest
 from jianmu_bt.guard.config import GuardConfig
 from jianmu_bt.guard.context import HISTORY_LIMIT, GuardContext
 from jianmu_bt.guard.decision import Decision, GuardVerdict
@@ -32,6 +34,7 @@ __all__ = [
     "ApprovalStore",
     "ArgumentPredicate",
     "BasePolicy",
+    "CallIdReusedError",
     "ConfirmList",
     "Decision",
     "DenyList",
@@ -47,6 +50,7 @@ __all__ = [
     "Rate",
     "RateLimit",
     "UnknownApprovalError",
+    "arguments_digest",
     "canonical_tool_name",
     "host_not_in",
     "path_outside",

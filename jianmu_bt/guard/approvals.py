@@ -7,6 +7,12 @@ Two kinds of request land here, both recorded by the GuardEnforcer:
 - a CONFIRM call (`ConfirmList`) was refused and the LLM asked the user; `approve(call_id)` then
   grants one identical call (same tool, same arguments), which the LLM makes again.
 
+Approvals are bound to the call, not just its id: every record keeps the `digest` of its tool
+and arguments (`arguments_digest`), and a decision only applies to a call with the same id *and*
+the same digest (`is_approved`). A call repeating an id with another tool or other arguments
+inherits nothing (the enforcer refuses it, see CallIdReusedError); likewise a grant remembers
+which (call id, digest) used it, so repeating an id does not reuse a one-use grant.
+
 `grant(tool, arguments=None, uses=1)` pre-approves calls directly ("allow http_request for the
 rest of the run": `uses=None`). Every change is announced to `on_change` subscribers, so a tree
 runner waiting on a held batch can wake. The store is thread-safe: approvals may come from a web
@@ -23,8 +29,9 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from jianmu_bt.guard.binding import arguments_digest
 from jianmu_bt.guard.decision import Decision, GuardVerdict
 from jianmu_bt.guard.errors import GuardSnapshotError
 from jianmu_bt.guard.policy import canonical_tool_name
@@ -40,6 +47,24 @@ class UnknownApprovalError(KeyError):
         return str(self.args[0])
 
 
+class CallIdReusedError(ValueError):
+    """A call id the store already holds a request for, reused by a different call (another
+    tool or other arguments): the new call may not inherit the earlier call's decision."""
+
+    def __init__(self, call_id: str, record: ApprovalRecord) -> None:
+        super().__init__(reused_id_reason(call_id))
+        self.call_id = call_id
+        self.record = record
+
+
+def reused_id_reason(call_id: str | None) -> str:
+    """Why a call repeating another call's id is refused, in words an LLM can act on."""
+    return (
+        f"call id {call_id} was already used for a different call (other tool or arguments); "
+        "a call needs an id of its own"
+    )
+
+
 class ApprovalStatus(StrEnum):
     """Where a request stands: waiting for a reviewer, approved or rejected."""
 
@@ -53,7 +78,9 @@ class ApprovalRecord:
     """One call a reviewer is asked about: which call, why the guard asked, and the answer.
 
     `kind` is PENDING (the batch is held) or CONFIRM (the call was refused until the user agrees).
-    `note` is the reviewer's note on approval, or their reason on rejection.
+    `note` is the reviewer's note on approval, or their reason on rejection. `digest` binds the
+    record to its call (`arguments_digest(tool, arguments)`, computed when left empty): the
+    decision applies only to a call with this id and this digest.
     """
 
     call_id: str
@@ -64,26 +91,49 @@ class ApprovalRecord:
     reason: str = ""
     policy: str = ""
     note: str | None = None
+    digest: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.digest:
+            object.__setattr__(self, "digest", arguments_digest(self.tool, self.arguments))
+
+    def binds(self, tool: str, arguments: Any) -> bool:
+        """True when a call to `tool` with `arguments` is the call this record is about."""
+        return self.digest == arguments_digest(tool, arguments)
 
 
 @dataclass(frozen=True, slots=True)
 class Grant:
     """A standing approval: calls to `tool` (with exactly `arguments`, or any when None) pass
     CONFIRM and PENDING policies. `uses` is how many calls are left (None: unlimited); `used_by`
-    remembers the call ids that used it, so checking the same call twice uses it once."""
+    remembers the calls that used it as `(call id, digest)` pairs, so checking the same call
+    twice uses it once, while a call repeating an id with other arguments counts as a new call.
+    """
 
     id: str
     tool: str
     arguments: Any = None
     uses: int | None = 1
     note: str | None = None
-    used_by: tuple[str, ...] = ()
+    used_by: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def digest(self) -> str | None:
+        """The digest of the one call this grant allows, or None when it allows any arguments."""
+        return None if self.arguments is None else arguments_digest(self.tool, self.arguments)
 
     def matches(self, names: Collection[str], arguments: Any) -> bool:
-        """True when a call with one of `names` and these arguments may use this grant."""
+        """True when a call with one of `names` and these arguments may use this grant.
+
+        Exact arguments are compared as the digest compares them (canonical JSON).
+        """
         if self.tool not in names or (self.uses is not None and self.uses <= 0):
             return False
-        return self.arguments is None or self.arguments == arguments
+        return self.arguments is None or self.digest == arguments_digest(self.tool, arguments)
+
+    def used_by_call(self, call_id: str | None, digest: str) -> bool:
+        """True when the call `call_id` with this `digest` already used this grant."""
+        return bool(call_id) and (call_id, digest) in self.used_by
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +156,28 @@ class _StoreSnapshot(BaseModel):
     records: list[ApprovalRecord] = Field(default_factory=list)
     grants: list[Grant] = Field(default_factory=list)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade(cls, data: Any) -> Any:
+        """Read snapshots written before calls were bound: records without a digest get one
+        (`ApprovalRecord.__post_init__`); a grant's `used_by` of plain call ids is bound to the
+        grant's own arguments, or to nothing reusable when it allows any arguments."""
+        if isinstance(data, Mapping) and isinstance(data.get("grants"), list):
+            data = {**data, "grants": [_upgrade_grant(g) for g in data["grants"]]}
+        return data
+
+
+def _upgrade_grant(data: Any) -> Any:
+    used_by = data.get("used_by") if isinstance(data, Mapping) else None
+    if not isinstance(used_by, list | tuple) or not any(isinstance(u, str) for u in used_by):
+        return data
+    tool, arguments = data.get("tool"), data.get("arguments")
+    if not isinstance(tool, str):
+        return data  # validation names the bad tool
+    digest = "" if arguments is None else arguments_digest(tool, arguments)
+    bound = [(u, digest) if isinstance(u, str) else u for u in used_by]
+    return {**data, "used_by": bound}
+
 
 class ApprovalStore:
     """Approvals and grants of one run; see the module docstring for the flow."""
@@ -121,15 +193,23 @@ class ApprovalStore:
     # -- requests (written by the enforcer) -------------------------------------------------
 
     def request(self, call: ToolCall, verdict: GuardVerdict) -> ApprovalRecord:
-        """Record that `call` waits for a reviewer (PENDING or CONFIRM); idempotent per call id."""
+        """Record that `call` waits for a reviewer (PENDING or CONFIRM).
+
+        Idempotent per call: the same id with the same tool and arguments returns the existing
+        record. The same id for a different call raises CallIdReusedError (a ValueError) and
+        changes nothing: the new call must not inherit the earlier call's decision.
+        """
         if not call.id:
             raise ValueError(
                 f"the call to '{call.name}' has no id; approvals are keyed by tool_call_id "
                 "(give calls ids with ToolCall.with_id())"
             )
+        digest = arguments_digest(call.name, call.arguments)
         with self._lock:
             existing = self._records.get(call.id)
             if existing is not None:
+                if existing.digest != digest:
+                    raise CallIdReusedError(call.id, existing)
                 return existing
             record = ApprovalRecord(
                 call_id=call.id,
@@ -138,6 +218,7 @@ class ApprovalStore:
                 kind=verdict.decision,
                 reason=verdict.reason,
                 policy=verdict.policy,
+                digest=digest,
             )
             self._records[call.id] = record
         self._notify(ApprovalChange("requested", call.id, record=record))
@@ -146,8 +227,9 @@ class ApprovalStore:
     # -- reviewer's decisions ---------------------------------------------------------------
 
     def approve(self, call_id: str, note: str | None = None) -> ApprovalRecord:
-        """Approve a waiting call. A held (PENDING) call then runs; a refused (CONFIRM) call
-        grants the identical call once.
+        """Approve the exact call recorded under `call_id` (its tool and arguments, the record's
+        digest). A held (PENDING) call then runs; a refused (CONFIRM) call grants the identical
+        call once. A later call repeating the id with another tool or arguments is not approved.
 
         Raises UnknownApprovalError (a KeyError) for an unknown id, ValueError if rejected.
         """
@@ -213,6 +295,17 @@ class ApprovalStore:
         """The request for `call_id`, or None."""
         return self._records.get(call_id)
 
+    def is_approved(self, call_id: str | None, tool: str, arguments: Any) -> bool:
+        """True only when a reviewer approved the held (PENDING-kind) call `call_id` and this is
+        that very call: same tool and arguments (the record's digest)."""
+        record = self._records.get(call_id) if call_id else None
+        return (
+            record is not None
+            and record.status is ApprovalStatus.APPROVED
+            and record.kind is Decision.PENDING
+            and record.binds(tool, arguments)
+        )
+
     def pending(self, kind: Decision | None = None) -> list[ApprovalRecord]:
         """Requests still waiting for a reviewer, oldest first; `kind` filters PENDING/CONFIRM."""
         with self._lock:
@@ -237,18 +330,21 @@ class ApprovalStore:
     def use_grant(self, call: ToolCall, names: Collection[str]) -> Grant | None:
         """The grant that lets `call` through, using one of its uses; None when none applies.
 
-        A call id that already used a grant gets the same grant again without another use.
+        A call that already used a grant (same id, same tool and arguments) gets the same grant
+        again without another use. A call repeating an id with another tool or other arguments
+        is a new call: it needs a grant with a use left.
         """
+        digest = arguments_digest(call.name, call.arguments)
         with self._lock:
             if call.id:
                 for grant in self._grants.values():
-                    if call.id in grant.used_by:
+                    if grant.used_by_call(call.id, digest):
                         return grant
             for grant in self._grants.values():
                 if grant.matches(names, call.arguments):
                     if grant.uses is None:
                         return grant
-                    used = (*grant.used_by, call.id) if call.id else grant.used_by
+                    used = (*grant.used_by, (call.id, digest)) if call.id else grant.used_by
                     updated = replace(grant, uses=grant.uses - 1, used_by=used)
                     self._grants[grant.id] = updated
                     self.version += 1

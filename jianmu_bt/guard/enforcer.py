@@ -10,6 +10,10 @@ Combining: every policy is asked; the most restrictive verdict wins (DENY > PEND
 ALLOW), the first policy in order winning a tie. Then the reviewers' word applies: a rejected
 call is DENY with the reviewer's reason; an approved held call, or a call covered by a grant,
 turns PENDING/CONFIRM into ALLOW. Approvals never lift a DENY (a spent budget stays spent).
+
+Approvals are bound to the call: a decision applies only to a call with the recorded id *and*
+the recorded tool and arguments (`arguments_digest`). A call that repeats the id of a recorded
+request with another tool or other arguments is DENY, and the store is left as it was.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from jianmu_bt.guard.approvals import ApprovalStatus, ApprovalStore
+from jianmu_bt.guard.approvals import ApprovalStatus, ApprovalStore, reused_id_reason
 from jianmu_bt.guard.config import GuardConfig
 from jianmu_bt.guard.context import GuardContext
 from jianmu_bt.guard.decision import Decision, GuardVerdict
@@ -89,6 +93,8 @@ class GuardEnforcer:
 
         A PENDING or CONFIRM call is recorded in `approvals` so a reviewer can see it. A call
         that ends up PENDING must have an id (approvals are keyed by it): ValueError otherwise.
+        A call whose id is recorded for another tool or other arguments is DENY (the store is
+        not changed): approvals are bound to the call, not only to its id.
         """
         ctx = self.context if ctx is None else ctx
         verdicts = [v for p in self.policies if (v := self._ask(p, call, tool, ctx)) is not None]
@@ -212,6 +218,9 @@ class GuardEnforcer:
         self, call: ToolCall, tool: Tool | None, verdicts: list[GuardVerdict]
     ) -> GuardVerdict:
         record = self.approvals.get(call.id) if call.id else None
+        reused = record is not None and not record.binds(call.name, call.arguments)
+        if reused:
+            record = None  # another call made under a taken id inherits no decision
         if record is not None and record.status is ApprovalStatus.REJECTED:
             return GuardVerdict(
                 Decision.DENY,
@@ -229,13 +238,21 @@ class GuardEnforcer:
             return GuardVerdict(Decision.ALLOW, "no policy objected", "", call.id, call.name)
         if strongest.decision in (Decision.ALLOW, Decision.DENY):
             return strongest
+        if reused:
+            # It would need a reviewer, but its id is taken by another call: it can neither use
+            # that call's approval nor be asked about under the same id.
+            return GuardVerdict(
+                Decision.DENY,
+                reused_id_reason(call.id),
+                APPROVAL_POLICY,
+                call.id,
+                call.name,
+                hint="Make this call again under a new call id; an approval given for the "
+                "earlier call does not carry over.",
+            )
         # CONFIRM or PENDING: a reviewer's approval or a grant lets the call run.
-        if (
-            record is not None
-            and record.status is ApprovalStatus.APPROVED
-            and record.kind is Decision.PENDING
-        ):
-            note = f": {record.note}" if record.note else ""
+        if self.approvals.is_approved(call.id, call.name, call.arguments):
+            note = f": {record.note}" if record and record.note else ""
             return GuardVerdict(
                 Decision.ALLOW, f"approved by a reviewer{note}", APPROVAL_POLICY, call.id, call.name
             )

@@ -106,6 +106,7 @@ class ScriptedProvider:
                 _check_reply(reply, f"replies[{i}]")
         self._defaults = LLMOptions(model=model).merged(options)
         self.calls: list[ScriptedCall] = []
+        self._replayed = 0
 
     @property
     def model(self) -> str:
@@ -115,14 +116,23 @@ class ScriptedProvider:
     @property
     def remaining(self) -> int | None:
         """Replies not yet used (None for a function-driven provider)."""
-        return None if self._function else len(self._replies) - len(self.calls)
+        return None if self._function else len(self._replies) - self._used
+
+    @property
+    def _used(self) -> int:
+        return len(self.calls) + self._replayed
+
+    def replayed(self, response: LLMResponse) -> None:
+        """A resumed durable run took one turn's reply from its journal: that scripted reply is
+        used, so the next request gets the one after it."""
+        self._replayed += 1
 
     def __repr__(self) -> str:
         source = "function" if self._function else f"{len(self._replies)} replies"
         return f"ScriptedProvider({source}, calls={len(self.calls)})"
 
     async def _next_reply(self, request: PreparedRequest) -> LLMResponse:
-        number = len(self.calls) + 1
+        number = self._used + 1
         self.calls.append(
             ScriptedCall(copy.deepcopy(request.messages), request.tools, request.options)
         )

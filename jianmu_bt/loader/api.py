@@ -13,6 +13,8 @@ The pipeline, each stage reporting every problem it finds before the loader give
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +53,7 @@ class _Loaded:
     catalog: ToolCatalog | None = None
     context: BuildContext | None = None
     root: py_trees.behaviour.Behaviour | None = None
+    digest: str = ""
     llm: LLMProvider | None = None
     guard: GuardEnforcer | None = None
 
@@ -106,6 +109,7 @@ def _run_pipeline(
     expander = Expander(unit, loader)
     out.root_id = expander.expand()
     out.records = expander.records
+    out.digest = tree_digest(expander.units)
     out.diagnostics += loader.diagnostics + expander.diagnostics
     out.state, problems = build_state(expander.states, tree_name(unit))
     out.diagnostics += problems
@@ -124,6 +128,14 @@ def _run_pipeline(
     out.root, problems = build_behaviours(out.records, out.root_id, out.context)
     out.diagnostics += problems
     return out
+
+
+def tree_digest(units: Iterable[Unit]) -> str:
+    """A digest of what a tree's files say (their parsed data: comments and layout do not
+    count), so a durable run can tell whether it is resumed with the tree it began with."""
+    payload = [unit.data for unit in units]  # in expansion order; paths may differ by machine
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _services(out: _Loaded, unit: Unit) -> list[Diagnostic]:
@@ -224,6 +236,7 @@ def load_tree(
         runner=runner,
         findings=sort_diagnostics(out.diagnostics),
         guards=guards,
+        digest=out.digest,
     )
 
 

@@ -12,9 +12,11 @@ answer a guard's held calls with `approve` / `reject`; draw it with `to_dot`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import copy
+import time
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 import py_trees
@@ -26,7 +28,12 @@ from jianmu_bt.loader.node_info import NodeInfo, node_info
 from jianmu_bt.loader.session import LoadedRunner
 from jianmu_bt.loader.state_model import StateInfo
 from jianmu_bt.runtime import EventBus, RunResult, StateManager
+from jianmu_bt.runtime.context import new_run_id as new_run_id_for
+from jianmu_bt.store import RunStore
 from jianmu_bt.tools import ToolSet
+
+if TYPE_CHECKING:
+    from jianmu_bt.loader.durable import DurableRun
 
 
 class TreeInputError(ValueError):
@@ -48,6 +55,7 @@ class Tree:
         runner: LoadedRunner,
         findings: list[Diagnostic],
         guards: list[Any],
+        digest: str = "",
     ) -> None:
         self.name = name
         self.path = path
@@ -58,7 +66,11 @@ class Tree:
         self.runner = runner
         self.findings = findings
         self._guards = guards
+        self.digest = digest
         self._closed = False
+        self._runs = 0
+        self._initial_state = state.snapshot()
+        self._initial_guards = [guard.snapshot() for guard in guards]
 
     # -- parts -----------------------------------------------------------------------------
 
@@ -126,20 +138,159 @@ class Tree:
         return self.runner.tick()
 
     def run(
-        self, inputs: Mapping[str, Any] | None = None, *, timeout: float | None = None
+        self,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        store: RunStore | str | Path | None = None,
+        run_id: str | None = None,
+        hold: str = "wait",
     ) -> RunResult:
-        """Run to the root's first SUCCESS or FAILURE (or `timeout` seconds); blocking."""
-        self._check_open()
-        self._check_inputs(inputs)
-        return self.runner.run(inputs, timeout=timeout)
+        """Run to the root's first SUCCESS or FAILURE (or `timeout` seconds); blocking.
+
+        Every run is a new run with its own id (`run_id`, or a fresh one), starting from the
+        tree's initial state plus `inputs` (values set on `tree.state` before the first run
+        count as inputs). With a `store` (a RunStore, an SQLite file path or a PostgreSQL URL)
+        the run is durable: recorded there, resumable with `resume` after a pause or a crash.
+        `hold` is what a call held for approval does: "wait" in this process, or "pause" the
+        run (the result's `run_status` is then "paused").
+        """
+        durable = self._begin(inputs, store, run_id, hold)
+        if durable is None:
+            return self.runner.run(None, timeout=timeout)
+        return self._end(durable, lambda: self.runner.run(None, timeout=timeout))
 
     async def arun(
-        self, inputs: Mapping[str, Any] | None = None, *, timeout: float | None = None
+        self,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        store: RunStore | str | Path | None = None,
+        run_id: str | None = None,
+        hold: str = "wait",
     ) -> RunResult:
-        """Run to the root's first SUCCESS or FAILURE (or `timeout` seconds), in this loop."""
+        """`run` in this event loop."""
+        durable = self._begin(inputs, store, run_id, hold)
+        if durable is None:
+            return await self.runner.arun(None, timeout=timeout)
+        try:
+            result = await self.runner.arun(None, timeout=timeout)
+        except BaseException:
+            durable.abandon()
+            raise
+        return durable.finish(result)
+
+    def resume(
+        self,
+        run_id: str,
+        *,
+        store: RunStore | str | Path,
+        approve: Iterable[str] = (),
+        deny: Iterable[str] = (),
+        hold: str = "wait",
+        timeout: float | None = None,
+    ) -> RunResult:
+        """Continue a durable run in this process from its journal; blocking.
+
+        Steps that finished are not run again (their results come from the journal). `approve`
+        and `deny` decide calls that wait (call ids, or "all" to approve every one): an approved
+        held call runs, an approved call in doubt runs again, a denied held call is `denied` and a
+        denied call in doubt `skipped` (the node sees a failed result). Raises DurableRunError
+        for a finished run, a changed tree or a run another process holds.
+        """
+        durable = self._resume(run_id, store, approve, deny, hold)
+        return self._end(durable, lambda: self.runner.run(None, timeout=timeout))
+
+    def fork(
+        self,
+        run_id: str,
+        checkpoint: int,
+        *,
+        store: RunStore | str | Path,
+        new_run_id: str | None = None,
+        hold: str = "wait",
+        timeout: float | None = None,
+    ) -> RunResult:
+        """Time travel: a new run that continues `run_id` from an earlier checkpoint of its
+        history (`store.history(run_id)`): the steps up to that checkpoint are taken from the
+        journal, everything after it runs anew."""
+        from jianmu_bt.loader.durable import as_store
+        from jianmu_bt.store import RunRecord
+
+        runs = as_store(store, create=False)
+        source = runs.get_run(run_id)
+        now = time.time()
+        new = RunRecord(
+            run_id=new_run_id or new_run_id_for(),
+            tree=source.tree,
+            status="paused",
+            started=now,
+            updated=now,
+            tree_path=source.tree_path,
+            tree_digest=source.tree_digest,
+            inputs=source.inputs,
+        )
+        runs.fork(run_id, checkpoint, new)
+        return self.resume(new.run_id, store=runs, hold=hold, timeout=timeout)
+
+    def _begin(
+        self,
+        inputs: Mapping[str, Any] | None,
+        store: RunStore | str | Path | None,
+        run_id: str | None,
+        hold: str,
+    ) -> DurableRun | None:
+        """Start a new run: fresh state and guard, inputs written, a durable record if asked."""
         self._check_open()
+        self._fresh(run_id)
         self._check_inputs(inputs)
-        return await self.runner.arun(inputs, timeout=timeout)
+        if inputs:
+            self.state.update(inputs)
+        if store is None:
+            return None
+        from jianmu_bt.loader.durable import DurableRun, as_store
+
+        durable = DurableRun(self, as_store(store), self.runner.context.run_id, hold)
+        durable.start(self.state.snapshot())
+        return durable
+
+    def _resume(
+        self,
+        run_id: str,
+        store: RunStore | str | Path,
+        approve: Iterable[str],
+        deny: Iterable[str],
+        hold: str,
+    ) -> DurableRun:
+        from jianmu_bt.loader.durable import DurableRun, as_store
+
+        self._check_open()
+        self._fresh(run_id)
+        durable = DurableRun(self, as_store(store, create=False), run_id, hold)
+        durable.resume(approve, deny)
+        return durable
+
+    @staticmethod
+    def _end(durable: DurableRun, run: Callable[[], RunResult]) -> RunResult:
+        try:
+            result = run()
+        except BaseException:
+            durable.abandon()
+            raise
+        return durable.finish(result)
+
+    def _fresh(self, run_id: str | None) -> None:
+        """Every run after the first starts from the initial state and guard."""
+        if self._runs:
+            self.state.restore(self._initial_state)
+            for guard, initial in zip(self._guards, self._initial_guards, strict=True):
+                # Counters and per-call decisions belong to the run that made them; standing
+                # grants (given before this run) carry over.
+                fresh = copy.deepcopy(initial)
+                fresh["approvals"]["grants"] = guard.snapshot()["approvals"]["grants"]
+                guard.restore(fresh)
+        self._runs += 1
+        self.runner.context.run_id = run_id or new_run_id_for()
 
     def _check_open(self) -> None:
         if self._closed:

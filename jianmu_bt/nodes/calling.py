@@ -15,6 +15,7 @@ import anyio
 
 from jianmu_bt.runtime.context import RunContext
 from jianmu_bt.tools import Tool, ToolCall, ToolResult
+from jianmu_bt.tools.base import has_overruns, wait_for_overruns
 from jianmu_bt.tools.blocking import blocking_pool
 
 
@@ -51,6 +52,11 @@ async def run_tool_call(
 
     Emits `tool.call.started`, then `tool.call.retry` per retry, then `tool.call.completed` or
     `tool.call.failed`. `guard` (a GuardEnforcer), when given, records every attempt.
+
+    A retry never overlaps an earlier attempt: after a timed-out attempt whose thread still
+    runs, the retry starts only once that thread has ended (`Tool.call` waits, within the
+    retry's own timeout), and its `tool.call.retry` event says so with `overruns`, the number
+    of such threads still running.
     """
     events = context.events if context is not None else None
     if runner is None and context is not None:
@@ -67,6 +73,7 @@ async def run_tool_call(
         attempt += 1
         delay = retry.delay(attempt)
         if events is not None:
+            overruns = tool.overruns  # the retry waits for these threads before it starts
             events.emit(
                 "tool.call.retry",
                 node=node,
@@ -75,8 +82,21 @@ async def run_tool_call(
                 attempt=attempt,
                 delay=delay,
                 error=result.error,
+                **({"overruns": overruns} if overruns else {}),
             )
         await anyio.sleep(delay)
+    if tool.overruns:
+        # A timed-out attempt's thread still runs: the call has failed, but its slot (the next
+        # step of a serial path, a place in a parallel batch) stays taken until the thread ends.
+        if events is not None:
+            events.emit(
+                "tool.call.overrun",
+                node=node,
+                tool=tool.name,
+                call_id=call.id,
+                overruns=tool.overruns,
+            )
+        await tool.wait_for_overruns()
     _finished(events, node, tool, call, result, started, attempt + 1)
     return result
 
@@ -95,9 +115,13 @@ async def run_blocking_calls(
     error of arguments that do not fit. Events and guard records are those of `run_tool_call`
     with no retries and no timeout, the only case callers use this for; what it saves is a task
     and a separate wake-up per call. Results land in `results` as each call ends, so a halt
-    keeps the finished ones; calls still running are abandoned (see `jianmu_bt.tools.blocking`).
+    keeps the finished ones; calls still running are abandoned (see `jianmu_bt.tools.blocking`)
+    and recorded as their tools' overruns. Like `Tool.call`, the batch starts only once no
+    abandoned call of its tools still runs.
     """
     events = context.events if context is not None else None
+    if has_overruns(tool for tool, _, _ in work):
+        await wait_for_overruns(tool for tool, _, _ in work)
     pool = await blocking_pool()
     started = time.monotonic()
     running: dict[asyncio.Future[Any], tuple[Tool, ToolCall]] = {}
@@ -127,8 +151,8 @@ async def run_blocking_calls(
                 else:  # KeyboardInterrupt and the like are not tool faults
                     raise error
     finally:
-        for future in running:
-            future.cancel()
+        for future, (tool, _) in running.items():  # a halt: files the calls still running
+            tool.record_overrun(pool.abandon(future))
 
 
 def _started(events: Any, node: str, tool: Tool, call: ToolCall) -> None:

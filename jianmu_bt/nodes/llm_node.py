@@ -15,6 +15,7 @@ from typing import Any
 from jianmu_bt.llm import LLMOptions, LLMProvider, LLMResponse, StreamCompleted, TextDelta
 from jianmu_bt.runtime.async_node import AsyncNode
 from jianmu_bt.runtime.templates import render
+from jianmu_bt.store import JournalEntry, digest_arguments
 from jianmu_bt.tools import ToolSet
 
 
@@ -81,10 +82,21 @@ class AgentLLMNode(AsyncNode):
         messages = self.build_messages()
         tools = self.toolset.schemas() if len(self.toolset) else None
         self.emit("llm.request", messages=len(messages), tools=len(tools or ()))
-        if self.stream:
+        journal = self.context.journal if self.context else None
+        key = journal.next_key(self.node_key) if journal is not None else ""
+        record = journal.recorded(key) if journal is not None else None
+        if record is not None and record.status == "done":
+            # A turn the run already took: its reply comes from the journal (no second request).
+            response = LLMResponse.model_validate(record.result)
+            replayed = getattr(provider, "replayed", None)
+            if callable(replayed):
+                replayed(response)
+        elif self.stream:
             response = await self._streamed(provider, messages, tools)
         else:
             response = await provider.complete(messages, tools, self.options)
+        if journal is not None and record is None:
+            journal.write(_turn_entry(key, self.node_key, len(messages), response))
         self.last_response = response
         self.emit(
             "llm.response",
@@ -125,3 +137,18 @@ class AgentLLMNode(AsyncNode):
                 "total_tokens": usage.total_tokens,
             }
         return updates
+
+
+def _turn_entry(key: str, node: str, messages: int, response: LLMResponse) -> JournalEntry:
+    """The journal record of one finished LLM turn (its reply, for replay)."""
+    return JournalEntry(
+        key=key,
+        call_id=key,
+        kind="llm",
+        node=node,
+        tool="llm",
+        arguments={"messages": messages},
+        digest=digest_arguments("llm", messages),
+        status="done",
+        result=response.model_dump(mode="json"),
+    )

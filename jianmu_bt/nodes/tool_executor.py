@@ -29,9 +29,16 @@ import anyio
 from jianmu_bt.llm import tool_result_message
 from jianmu_bt.nodes.calling import RetryPolicy, run_blocking_calls, run_tool_call
 from jianmu_bt.nodes.guarding import verdicts_when_decided
+from jianmu_bt.nodes.journaled_batch import run_journaled_batch
 from jianmu_bt.runtime.async_node import AsyncNode
 from jianmu_bt.runtime.task_groups import create_task_group, on_asyncio, start_soon
 from jianmu_bt.tools import Tool, ToolCall, ToolResult, ToolSet
+from jianmu_bt.tools.call_context import (
+    IDEMPOTENCY_PARAMETER,
+    reset_idempotency_key,
+    set_idempotency_key,
+    wants_idempotency_key,
+)
 
 T = TypeVar("T")
 ExecutionMode = Literal["auto", "serial", "parallel"]
@@ -89,6 +96,8 @@ class ToolExecutor(AsyncNode):
         self.runner = runner
         self.guard = guard
         self.last_results: dict[str, ToolResult] = {}
+        #: Idempotency keys of the current batch's calls by call id (a durable run's own).
+        self.idempotency_keys: dict[str, str] = {}
 
     def register_tool(self, tool: Tool) -> None:
         """Add a tool (it replaces a same-named one)."""
@@ -108,12 +117,16 @@ class ToolExecutor(AsyncNode):
         todo = [c for c in calls if c.id not in answered]
         results: dict[str, ToolResult] = {}
         complete = False
+        journal = self.context.journal if self.context else None
         try:
-            guard = self._guard()
-            runnable = todo
-            if guard is not None:
-                runnable = await self._preflight(guard, todo, results)
-            await self._execute(runnable, results)
+            if journal is not None:
+                await run_journaled_batch(self, journal, todo, results)
+            else:
+                guard = self._guard()
+                runnable = todo
+                if guard is not None:
+                    runnable = await self._preflight(guard, todo, results)
+                await self._execute(runnable, results)
             complete = True
         finally:
             # Also on a halt mid-batch: the calls that finished are recorded, so they do not
@@ -130,14 +143,22 @@ class ToolExecutor(AsyncNode):
         return self.context.services.get("guard") if self.context else None
 
     async def _preflight(
-        self, guard: Any, calls: list[ToolCall], results: dict[str, ToolResult]
+        self,
+        guard: Any,
+        calls: list[ToolCall],
+        results: dict[str, ToolResult],
+        on_hold: Callable[[list[Any]], None] | None = None,
     ) -> list[ToolCall]:
-        """Verdicts for the batch; waits while any call is PENDING. Returns the calls to run."""
+        """Verdicts for the batch; waits while any call is PENDING. Returns the calls to run.
+
+        `on_hold(pending_verdicts)` runs each time the batch is found held."""
 
         announced: set[str] = set()
 
         def held(pending: list[Any]) -> None:
             self._save_guard(guard)  # on every change: a snapshot keeps the latest approvals
+            if on_hold is not None:
+                on_hold(pending)
             self.feedback_message = f"waiting for approval of {len(pending)} call(s)"
             for verdict in pending:
                 if verdict.call_id in announced:  # one pending event per held call
@@ -179,26 +200,36 @@ class ToolExecutor(AsyncNode):
         names = [c.name for c in calls]
         return "parallel" if self.toolset.is_parallel_safe(names) else "serial"
 
-    async def _execute(self, calls: list[ToolCall], results: dict[str, ToolResult]) -> None:
+    async def _execute(
+        self,
+        calls: list[ToolCall],
+        results: dict[str, ToolResult],
+        after: Callable[[ToolCall, ToolResult], None] | None = None,
+    ) -> None:
+        """Run the calls; each result lands in `results` (and goes to `after`) as it ends."""
         if self.resolve_mode(calls) == "serial":
             for call in calls:
-                results[call.id] = await self._one(call)
+                results[call.id] = result = await self._one(call)
+                if after is not None:
+                    after(call, result)
             return
         limiter = anyio.CapacityLimiter(self.max_concurrency)
 
         async def bounded(call: ToolCall) -> None:
             async with limiter:
-                results[call.id] = await self._one(call)
+                await one(call)
 
         async def one(call: ToolCall) -> None:
-            results[call.id] = await self._one(call)
+            results[call.id] = result = await self._one(call)
+            if after is not None:
+                after(call, result)
 
         if len(calls) > self.max_concurrency:
             await run_all(bounded, calls)
             return
         # Within the bound no limiter is needed (each acquire is a trip through the loop), and
         # plain blocking calls go to the worker threads together instead of a task each.
-        together, alone = self._blocking_work(calls)
+        together, alone = self._blocking_work(calls) if after is None else ([], calls)
         if not together:
             await run_all(one, calls)
             return
@@ -256,16 +287,23 @@ class ToolExecutor(AsyncNode):
             )
             self.emit("tool.call.failed", tool=call.name, call_id=call.id, error=result.error)
             return result
-        return await run_tool_call(
-            self.context,
-            self.name,
-            found,
-            call,
-            retry=self.retry,
-            timeout=self.call_timeout,
-            runner=self._runner(),
-            guard=self._guard(),
-        )
+        key = self.idempotency_keys.get(call.id, call.id)
+        injected = {IDEMPOTENCY_PARAMETER: key} if wants_idempotency_key(found) else None
+        token = set_idempotency_key(key)
+        try:
+            return await run_tool_call(
+                self.context,
+                self.name,
+                found,
+                call,
+                retry=self.retry,
+                timeout=self.call_timeout,
+                injected=injected,
+                runner=self._runner(),
+                guard=self._guard(),
+            )
+        finally:
+            reset_idempotency_key(token)
 
     def _runner(self) -> Any:
         """Where calls run: this executor's runner, its toolset's, the run's `services["runner"]`

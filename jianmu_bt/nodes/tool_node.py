@@ -9,15 +9,24 @@ first: a refused call is FAILURE with the guard's reason, a PENDING one waits fo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from jianmu_bt.nodes import journaled
 from jianmu_bt.nodes.calling import RetryPolicy, run_tool_call
 from jianmu_bt.nodes.guarding import verdicts_when_decided
 from jianmu_bt.runtime.async_node import AsyncNode
+from jianmu_bt.runtime.journal import RunJournal
 from jianmu_bt.runtime.templates import render
 from jianmu_bt.tools import Tool, ToolCall, ToolResult, new_call_id
 from jianmu_bt.tools.base import set_node_factory
+from jianmu_bt.tools.call_context import (
+    IDEMPOTENCY_PARAMETER,
+    reset_idempotency_key,
+    set_idempotency_key,
+    wants_idempotency_key,
+)
 
 
 class ToolNode(AsyncNode):
@@ -65,26 +74,89 @@ class ToolNode(AsyncNode):
         return {}
 
     async def run_async(self) -> bool:
+        journal = self.context.journal if self.context else None
+        if journal is not None:
+            return self._finish(await self._journaled(journal))
         call = ToolCall(self.tool.name, self.resolve_input(), new_call_id())
         guard = self.context.services.get("guard") if self.context else None
         if guard is not None:
             refusal = await self._ask_guard(guard, call)
             if refusal is not None:
-                self.last_result = refusal
-                self.feedback_message = refusal.error or ""
-                self.emit("tool.call.failed", tool=call.name, call_id=call.id, error=refusal.error)
-                return False
-        result = await run_tool_call(
-            self.context,
-            self.name,
-            self.tool,
-            call,
-            retry=self.retry,
-            timeout=self.call_timeout,
-            injected=self.injected,
-            runner=self.runner,
-            guard=guard,
-        )
+                return self._refused(call, refusal)
+        return self._finish(await self._call(call, guard, call.id))
+
+    async def _call(self, call: ToolCall, guard: Any, idempotency_key: str) -> ToolResult:
+        injected = self.injected
+        if wants_idempotency_key(self.tool):
+            injected = {**(injected or {}), IDEMPOTENCY_PARAMETER: idempotency_key}
+        token = set_idempotency_key(idempotency_key)
+        try:
+            return await run_tool_call(
+                self.context,
+                self.name,
+                self.tool,
+                call,
+                retry=self.retry,
+                timeout=self.call_timeout,
+                injected=injected,
+                runner=self.runner,
+                guard=guard,
+            )
+        finally:
+            reset_idempotency_key(token)
+
+    def _refused(self, call: ToolCall, refusal: ToolResult) -> bool:
+        self.last_result = refusal
+        self.feedback_message = refusal.error or ""
+        self.emit("tool.call.failed", tool=call.name, call_id=call.id, error=refusal.error)
+        return False
+
+    async def _journaled(self, journal: RunJournal) -> ToolResult:
+        """One entry of the step in a durable run (see `jianmu_bt.nodes.journaled`)."""
+        key = journal.next_key(self.node_key)
+        record = journal.recorded(key)
+        call = ToolCall(self.tool.name, self.resolve_input(), journaled.step_call_id(key))
+        write = functools.partial(journaled.entry, journal, key, self.node_key, call, self.tool)
+        if record is not None:
+            journaled.check_matches(journal, record, call)
+            if journaled.is_finished(record):
+                return journaled.recorded_result(record)
+            if record.status == "running" and not journaled.may_run_again(self.tool):
+                journal.write(write("in_doubt"))
+                record = journal.recorded(key)
+            if record is not None and record.status == "in_doubt":
+                self.feedback_message = "in doubt: waiting for a decision"
+                self.emit("tool.call.in_doubt", tool=call.name, call_id=call.id, key=key)
+                journal.request_pause(journaled.in_doubt_reason(call))
+                await journal.wait_for_halt()
+        guard = self.context.services.get("guard") if self.context else None
+        if guard is not None:
+            if record is not None and record.status == "approved":
+                journaled.ensure_approved(guard, call)
+
+            def held() -> None:
+                current = journal.recorded(key)
+                if current is None or current.status != "held":
+                    journal.write(write("held"))
+                if journal.hold == "pause":
+                    journal.request_pause(f"{call.name} [{call.id}] waits for approval")
+
+            refusal = await self._ask_guard(guard, call, on_hold=held)
+            if refusal is not None:
+                journal.write(write("denied", refusal))
+                return refusal
+        if journal.pausing:
+            await journal.wait_for_halt()
+        journal.write(write("running"))
+        journal.started()
+        try:
+            result = await self._call(call, guard, journal.idempotency_key(key))
+            journal.write(write("done" if result.ok else "failed", result))
+        finally:
+            journal.ended()
+        return result
+
+    def _finish(self, result: ToolResult) -> bool:
         self.last_result = result
         if not result.ok:
             self.feedback_message = result.error or "the tool failed"
@@ -93,9 +165,13 @@ class ToolNode(AsyncNode):
             self.state.write_port(self.output_key, result.output)
         return True
 
-    async def _ask_guard(self, guard: Any, call: ToolCall) -> ToolResult | None:
+    async def _ask_guard(
+        self, guard: Any, call: ToolCall, on_hold: Callable[[], None] | None = None
+    ) -> ToolResult | None:
         def held(pending: list[Any]) -> None:
             self.feedback_message = "waiting for approval"
+            if on_hold is not None:
+                on_hold()
             for verdict in pending:
                 self.emit(
                     "guard.decision",

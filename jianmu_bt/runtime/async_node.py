@@ -35,6 +35,9 @@ class ContextNode(py_trees.behaviour.Behaviour):
     def __init__(self, name: str) -> None:
         super().__init__(name=name)
         self.context: RunContext | None = None
+        #: The node's stable key in its tree (set by the runner): a durable run's journal keys
+        #: its steps by it.
+        self.node_key: str = name
 
     def bind(self, context: RunContext) -> None:
         """Called by the runner before the first tick."""

@@ -22,6 +22,7 @@ from jianmu_bt.runtime.events import EventBus
 from jianmu_bt.runtime.task_groups import start_soon
 
 if TYPE_CHECKING:
+    from jianmu_bt.runtime.journal import RunJournal
     from jianmu_bt.runtime.state import StateManager
     from jianmu_bt.runtime.task_groups import TaskGroup
 
@@ -83,7 +84,8 @@ class RunContext:
     """Per-run services shared by the nodes of one tree.
 
     `state` is the run's StateManager, `events` its EventBus, `services` a free mapping for
-    collaborators (a guard, an LLM provider, a default tool runner) looked up by name.
+    collaborators (a guard, an LLM provider, a default tool runner) looked up by name. `journal`
+    is the RunJournal of a durable run (None otherwise): nodes record their calls in it.
     """
 
     def __init__(
@@ -96,7 +98,8 @@ class RunContext:
         self.state = state
         self.events = events or EventBus()
         self.services: dict[str, Any] = dict(services or {})
-        self.run_id = run_id or f"run_{uuid.uuid4().hex[:12]}"
+        self.run_id = run_id or new_run_id()
+        self.journal: RunJournal | None = None
         self._task_group: TaskGroup | None = None
         self._wake: Callable[[], None] = _noop
         self._handles: set[TaskHandle] = set()
@@ -160,6 +163,11 @@ class RunContext:
         """Cancel every spawned coroutine that is still running."""
         for handle in list(self._handles):
             handle.cancel()
+
+
+def new_run_id() -> str:
+    """A fresh run id: `run_` and 12 hex digits."""
+    return f"run_{uuid.uuid4().hex[:12]}"
 
 
 def _noop() -> None:

@@ -21,10 +21,11 @@ import anyio.lowlevel
 import py_trees
 from py_trees.common import Status
 
+from jianmu_bt.runtime.async_node import ContextNode
 from jianmu_bt.runtime.context import LoopHandle, RunContext
 from jianmu_bt.runtime.events import EventBus
 from jianmu_bt.runtime.state import StateManager
-from jianmu_bt.runtime.task_groups import create_task_group
+from jianmu_bt.runtime.task_groups import create_task_group, start_soon
 
 TERMINAL = (Status.SUCCESS, Status.FAILURE)
 # Ticks that may follow each other without waiting before max_ticks_per_second applies.
@@ -44,11 +45,20 @@ class RunResult:
     run_id: str = ""
     duration: float = 0.0
     node_statuses: dict[str, Status] = field(default_factory=dict)
+    #: True when a durable run paused (a call waits for a decision); `status` is then RUNNING.
+    paused: bool = False
 
     @property
     def ok(self) -> bool:
         """True when the root ended in SUCCESS."""
         return self.status == Status.SUCCESS
+
+    @property
+    def run_status(self) -> str:
+        """The run's status word: `succeeded`, `failed` or `paused`."""
+        if self.paused:
+            return "paused"
+        return "succeeded" if self.status == Status.SUCCESS else "failed"
 
 
 class TreeRunner:
@@ -86,7 +96,10 @@ class TreeRunner:
         self.stall_interval = stall_interval
         self.tick_count = 0
         self.nodes = list(root.iterate())
-        for node in self.nodes:
+        self.node_keys = node_keys(root)
+        for node, key in zip(self.nodes, self.node_keys, strict=True):
+            if isinstance(node, ContextNode):
+                node.node_key = key
             bind = getattr(node, "bind", None)
             if callable(bind):
                 bind(self.context)
@@ -100,14 +113,7 @@ class TreeRunner:
         self._host_done: anyio.Event | None = None
         self._error = ""
         self._unsubscribe = state.subscribe(lambda _keys: self.wake())
-        self._restore_guard()
-
-    def _restore_guard(self) -> None:
-        # A run restored from a snapshot carries its guard's counters and approvals in state.
-        guard = self.context.services.get("guard")
-        saved = self.state.read_port("guard") if "guard" in self.state.fields else None
-        if guard is not None and saved:
-            guard.restore(saved)
+        self._paused = False
 
     @property
     def events(self) -> EventBus:
@@ -186,6 +192,10 @@ class TreeRunner:
             status = self._tick_once()
             if status in TERMINAL:
                 return status
+            journal = self.context.journal
+            if journal is not None and journal.ready_to_pause:
+                self._paused = True
+                return status
             if self.max_ticks is not None and self.tick_count >= self.max_ticks:
                 self._error = f"stopped after {self.tick_count} ticks (max_ticks={self.max_ticks})"
                 return Status.FAILURE
@@ -218,6 +228,11 @@ class TreeRunner:
         if inputs:
             self.state.update(inputs)
         self._error = ""
+        self._paused = False
+        journal = self.context.journal
+        if journal is not None:
+            journal.on_pause = self.wake
+            journal.checkpoint_source = self.checkpoint
         started = time.monotonic()
         # A run inside the loop that step-by-step ticks use must give that loop back afterwards.
         outer_loop, outer_attachment = self._loop_handle, self.context.attachment
@@ -226,6 +241,9 @@ class TreeRunner:
         try:
             async with create_task_group() as task_group:
                 self.context.attach(task_group, self.wake)
+                lease = anyio.CancelScope()
+                if journal is not None:  # not a node's work: it must not count as in flight
+                    start_soon(task_group, _within, lease, journal.keep_lease)
                 try:
                     if timeout is None:
                         status = await self._loop()
@@ -238,6 +256,7 @@ class TreeRunner:
                 finally:
                     final = self.node_statuses()
                     self.halt()  # cancels every task the nodes started
+                    lease.cancel()
         finally:
             self.context.attach(*outer_attachment)
             self._wake_event = None
@@ -250,9 +269,16 @@ class TreeRunner:
             run_id=self.context.run_id,
             duration=time.monotonic() - started,
             node_statuses=final,
+            paused=self._paused,
         )
+        if result.paused:
+            result.reason = journal.pause_reason or "" if journal is not None else ""
         self.events.emit(
-            "tree.finished", status=status.value, ticks=result.ticks, reason=result.reason
+            "tree.finished",
+            status=status.value,
+            ticks=result.ticks,
+            reason=result.reason,
+            run_status=result.run_status,
         )
         return result
 
@@ -328,8 +354,50 @@ class TreeRunner:
         """The status of every node after the last tick, by node id."""
         return {str(node.id): node.status for node in self.nodes}
 
+    def progress(self) -> dict[str, Any]:
+        """Where the tree stands: each node's status (by key) when not INVALID, and the
+        counters of loops (`iterations`) — the readable part of a checkpoint."""
+        nodes: dict[str, Any] = {}
+        for node, key in zip(self.nodes, self.node_keys, strict=True):
+            if node.status is Status.INVALID:
+                continue
+            entry: dict[str, Any] = {"status": node.status.value}
+            iterations = getattr(node, "iterations", None)
+            if isinstance(iterations, int):
+                entry["iterations"] = iterations
+            nodes[key] = entry
+        return {"tick": self.tick_count, "nodes": nodes}
+
+    def checkpoint(self) -> dict[str, Any]:
+        """The run as a checkpoint document: state, guard (counters and approvals), progress."""
+        guard = self.context.services.get("guard")
+        return {
+            "state": self.state.snapshot(),
+            "guard": guard.snapshot() if guard is not None else None,
+            "progress": self.progress(),
+        }
+
     def _failure_reason(self, statuses: Mapping[str, Status]) -> str:
         for node in reversed(self.nodes):
             if statuses.get(str(node.id)) == Status.FAILURE and node.feedback_message:
                 return f"{node.name}: {node.feedback_message}"
         return ""
+
+
+async def _within(scope: anyio.CancelScope, work: Any) -> None:
+    with scope:
+        await work()
+
+
+def node_keys(root: py_trees.behaviour.Behaviour) -> list[str]:
+    """A stable key per node, in `root.iterate()` order: the loader's node id when it has one,
+    else the path of child indices from the root ("0", "0/2", ...)."""
+    keys: dict[int, str] = {}
+    pending = [(root, "0")]
+    while pending:  # pre-order: a parent's key is known before its children's
+        node, path = pending.pop()
+        info = getattr(node, "jianmu", None)
+        own = getattr(info, "id", None)
+        keys[id(node)] = own if isinstance(own, str) else path
+        pending.extend((child, f"{path}/{i}") for i, child in enumerate(node.children))
+    return [keys[id(node)] for node in root.iterate()]

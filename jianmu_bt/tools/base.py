@@ -4,6 +4,9 @@ A tool author writes `run(input)` (sync or async) and declares six class attribu
 framework calls `execute(...)`, which merges injected values, hands the call to a runner when one
 is given, awaits an async `run` and runs a sync `run` in a worker thread so it never blocks the
 event loop. `call(...)` is the never-raising form that returns a `ToolResult`.
+
+A sync `run` abandoned by a timeout or a cancellation keeps running in its thread; until it
+returns, the next call of the same tool waits (see `Tool.overruns` and `wait_for_overruns`).
 """
 
 from __future__ import annotations
@@ -11,12 +14,12 @@ from __future__ import annotations
 import functools
 import inspect
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
 
-from jianmu_bt.tools.blocking import run_blocking
+from jianmu_bt.tools.blocking import Overrun, Overruns, overrun_of, run_blocking
 from jianmu_bt.tools.calls import ToolCall, ToolResult
 
 if TYPE_CHECKING:
@@ -90,6 +93,10 @@ class Tool(ABC):
     output_schema: ClassVar[dict[str, Any]] = DEFAULT_OUTPUT_SCHEMA
     parallel_safe: bool = True
     effect_tags: tuple[str, ...] = ()
+    #: Running the same call twice has the effect of running it once (a durable run re-runs an
+    #: idempotent call that was in flight at a crash, with the same `idempotency_key`, instead
+    #: of holding it as in doubt).
+    idempotent: bool = False
     #: Seconds a `call` may take before it is cancelled; None means no limit.
     timeout: float | None = None
     #: A sync `run` is assumed to block and goes to a worker thread. A quick, pure `run` may set
@@ -98,6 +105,8 @@ class Tool(ABC):
 
     _run_is_async: ClassVar[bool] = False
     _plain_execution: ClassVar[bool] = True
+    #: This instance's abandoned calls still running in threads; made on the first one.
+    _overruns: Overruns | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -136,11 +145,24 @@ class Tool(ABC):
         Injected values are merged into dict arguments, then the call goes to `runner.run` when a
         runner is given, or runs here (`execute_local`). Exceptions from `run` propagate; use
         `call` for a result that never raises.
+
+        While an earlier call of this tool that was abandoned (timeout, cancellation) still runs
+        in a worker thread, this call waits for that thread before it starts (`overruns`); a
+        call abandoned here while its thread runs is recorded for the next one.
         """
         merged = self.merge_args(args, injected, prefer_injected)
-        if runner is not None:
-            return await runner.run(self, merged)
-        return await self.execute_local(merged)
+        overruns = self._overruns
+        if overruns is not None and overruns.count:
+            await overruns.wait()
+        try:
+            if runner is not None:
+                return await runner.run(self, merged)
+            return await self.execute_local(merged)
+        except BaseException as exc:  # zero cost unless raised; re-raised as it is
+            overrun = overrun_of(exc)
+            if overrun is not None:
+                self.record_overrun(overrun)
+            raise
 
     async def execute_local(self, args: Any) -> Any:
         """Run in this process: async `run` is awaited, sync `run` goes to a worker thread."""
@@ -210,21 +232,64 @@ class Tool(ABC):
         A raised exception becomes an error naming its type; exceeding `timeout` (or the tool's own
         `timeout`) cancels the call and returns an error saying so. Cancellation of the caller
         still propagates.
+
+        A timed-out sync call's thread may run on: the next call waits for it, and that wait
+        counts against the next call's own timeout; a call whose time runs out while waiting
+        fails without ever starting ("... is still running a timed-out earlier call; not
+        started").
         """
         limit = self.timeout if timeout is None else timeout
+        waiting = False
         try:
             if limit is None:  # no cancel scope to enter and leave (about a third of a call)
                 raw = await self.execute(args, injected, runner, prefer_injected)
             else:
                 with anyio.fail_after(limit):
+                    overruns = self._overruns
+                    if overruns is not None and overruns.count:
+                        waiting = True
+                        await overruns.wait()
+                        waiting = False
                     raw = await self.execute(args, injected, runner, prefer_injected)
         except TimeoutError:
+            if waiting:
+                return ToolResult.failure(
+                    self.name,
+                    f"Error: tool '{self.name}' is still running a timed-out earlier call; "
+                    "not started",
+                )
             return ToolResult.failure(
                 self.name, f"Error: tool '{self.name}' timed out after {limit}s"
             )
         except Exception as exc:  # a tool fault is an observation, not a crash
             return self.error_result(exc)
         return self.to_result(raw)
+
+    # -- abandoned calls still running ------------------------------------------------------
+
+    @property
+    def overruns(self) -> int:
+        """Threads of this process still running calls of this tool that a timeout or a
+        cancellation abandoned. The next call starts only when this is 0."""
+        record = self._overruns
+        return record.count if record is not None else 0
+
+    async def wait_for_overruns(self) -> None:
+        """Return once no abandoned call of this tool still runs in a thread (cancellable)."""
+        record = self._overruns
+        if record is not None and record.count:
+            await record.wait()
+
+    def record_overrun(self, overrun: Overrun | None) -> None:
+        """File a call of this tool that was abandoned while its thread runs (from
+        `BlockingPool.abandon` or `overrun_of`), so the next call waits for it. None, or an
+        overrun that has ended, changes nothing."""
+        if overrun is None or overrun.ended:
+            return
+        record = self._overruns
+        if record is None:  # setdefault: one record even if two threads get here at once
+            record = self.__dict__.setdefault("_overruns", Overruns())
+        record.add(overrun)
 
     def to_result(self, raw: Any) -> ToolResult:
         """A raw return value of this tool as a ToolResult (see `ToolResult.from_raw`)."""
@@ -286,6 +351,49 @@ class Tool(ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
+
+
+def has_overruns(tools: Iterable[Tool]) -> bool:
+    """True when any of `tools` still runs an abandoned call in a thread (`Tool.overruns`).
+
+    A cheap synchronous check (no await) to guard `wait_for_overruns` on a hot path.
+    """
+    for item in tools:
+        record = getattr(item, "_overruns", None)
+        if record is not None and record.count:
+            return True
+    return False
+
+
+async def wait_for_overruns(tools: Iterable[Tool]) -> None:
+    """Return once no thread still runs an abandoned (timed-out or cancelled) call of `tools`.
+
+    Waits on each tool's record in turn until all are clear, also for overruns that appear
+    meanwhile; no polling (the ending thread wakes the waiter). It has no time limit of its own:
+    cancel the caller (a cancel scope, a halt) to stop waiting; a cancelled wait leaves nothing
+    behind. Returns at once when nothing runs.
+
+    `Tool.call`/`execute` already make the next call of the same tool wait. Call this where a
+    slot or a turn must stay taken while a timed-out call's thread runs on, for example in
+    ToolExecutor:
+
+    - serial batch: after each call, `await wait_for_overruns([tool])` before the next call
+      (of any tool) starts;
+    - parallel batch: inside the concurrency slot, after the call,
+      `async with limiter: result = await run_tool_call(...); await wait_for_overruns([tool])`,
+      so the slot is released only when the thread has ended.
+
+    Guard it with `has_overruns(tools)` where even an await that returns at once counts.
+    """
+    pending = list(tools)
+    while True:
+        for item in pending:
+            record = getattr(item, "_overruns", None)
+            if record is not None and record.count:
+                await record.wait()
+                break
+        else:
+            return
 
 
 def _owner(cls: type, name: str) -> type:

@@ -17,6 +17,11 @@ A call cancelled while queued never starts; one cancelled while running is aband
 finishes on its own; a sandbox runner stops work that must be killable). Under a non-asyncio
 backend (trio) calls go to anyio's worker threads.
 
+An abandoned call whose thread still runs stays observable as an `Overrun`: the cancelled caller
+sees it on its CancelledError (`overrun_of`), and `Tool.execute` files it in the tool's
+`Overruns`, which the tool's next call waits on, so that two calls of one tool never overlap.
+Calls that are not abandoned pay nothing for this.
+
 Functions run in a copy of the caller's context (contextvars), as with anyio. They are not
 anyio worker threads: code that needs the event loop belongs in an async tool.
 """
@@ -40,6 +45,133 @@ T = TypeVar("T")
 DEFAULT_MAX_WORKERS = 40
 #: Seconds an idle worker waits for work before it exits.
 DEFAULT_IDLE_TIMEOUT = 10.0
+
+
+class Overrun:
+    """A call abandoned (timeout or cancellation) while a worker thread still runs it.
+
+    `ended` turns True when the thread returns from the call. `Overruns.add` files it with the
+    calls of one tool, whose waiters it wakes when it ends.
+    """
+
+    __slots__ = ("_owner", "_started", "ended")
+
+    def __init__(self) -> None:
+        self.ended = False
+        self._started = True  # False only on the anyio path, until the thread takes the call
+        self._owner: Overruns | None = None
+
+    def _end(self) -> None:
+        """The thread has returned from the call (called from that thread)."""
+        with _overrun_lock:
+            self.ended = True
+            owner, self._owner = self._owner, None
+            wake = owner._discard(self) if owner is not None else []
+        for waker in wake:
+            waker()
+
+    def __repr__(self) -> str:
+        return f"<Overrun {'ended' if self.ended else 'running'}>"
+
+
+class Overruns:
+    """The abandoned calls of one tool whose threads still run: what its next call waits for.
+
+    `count` is read without a lock as a quick check (0: nothing to wait for); `wait()` is exact.
+    """
+
+    __slots__ = ("_running", "_waiters", "count")
+
+    def __init__(self) -> None:
+        self._running: set[Overrun] = set()
+        self._waiters: list[Callable[[], None]] = []
+        #: Threads still running abandoned calls.
+        self.count = 0
+
+    def add(self, overrun: Overrun) -> bool:
+        """File a running overrun here; False (and nothing to wait for) when it has ended."""
+        with _overrun_lock:
+            if overrun.ended or overrun._owner is not None:
+                return False
+            overrun._owner = self
+            self._running.add(overrun)
+            self.count = len(self._running)
+        return True
+
+    async def wait(self) -> None:
+        """Return once none of these calls' threads still runs (also those added meanwhile).
+
+        No polling: the last thread to end wakes the waiters through their event loop.
+        Cancellable; a cancelled wait leaves nothing behind.
+        """
+        while self.count:
+            event = anyio.Event()
+            waker = _waker(event)
+            with _overrun_lock:
+                if not self._running:
+                    return
+                self._waiters.append(waker)
+            try:
+                await event.wait()
+            finally:
+                with _overrun_lock, contextlib.suppress(ValueError):
+                    self._waiters.remove(waker)
+
+    @property
+    def waiting(self) -> int:
+        """Calls waiting in `wait()` right now."""
+        return len(self._waiters)
+
+    def _discard(self, overrun: Overrun) -> list[Callable[[], None]]:
+        """Forget an ended overrun; the waiters to wake when none is left. Holds the lock."""
+        self._running.discard(overrun)
+        self.count = len(self._running)
+        if self._running:
+            return []
+        waiters, self._waiters = self._waiters, []
+        return waiters
+
+    def __repr__(self) -> str:
+        return f"<Overruns running={self.count}>"
+
+
+# Guards every Overrun and Overruns. Taken only when a call is abandoned, when an abandoned call
+# ends and around waits, never on the path of a call that runs to its end; never held while a
+# pool's lock is taken.
+_overrun_lock = threading.Lock()
+_OVERRUN_ATTRIBUTE = "_jianmu_overrun"
+
+
+def _waker(event: anyio.Event) -> Callable[[], None]:
+    """A function any thread may call to set `event` in the running event loop."""
+    try:
+        schedule = asyncio.get_running_loop().call_soon_threadsafe
+    except RuntimeError:  # anyio's other backend
+        import trio
+
+        schedule = trio.lowlevel.current_trio_token().run_sync_soon
+
+    def wake() -> None:
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits any more
+            schedule(event.set)
+
+    return wake
+
+
+def _mark(exc: BaseException, overrun: Overrun | None) -> None:
+    if overrun is not None:
+        with contextlib.suppress(AttributeError, TypeError):
+            setattr(exc, _OVERRUN_ATTRIBUTE, overrun)
+
+
+def overrun_of(exc: BaseException) -> Overrun | None:
+    """The Overrun a cancelled `run_blocking` left on its CancelledError, taken off it (so the
+    innermost caller that files it is the only one), or None."""
+    overrun = getattr(exc, _OVERRUN_ATTRIBUTE, None)
+    if overrun is not None:
+        with contextlib.suppress(AttributeError):
+            delattr(exc, _OVERRUN_ATTRIBUTE)
+    return overrun
 
 
 class _Job:
@@ -71,10 +203,11 @@ class BlockingPool:
         self._lock = threading.Lock()
         self._jobs: collections.deque[_Job] = collections.deque()
         self._threads: set[threading.Thread] = set()
-        self._busy: set[threading.Thread] = set()
+        self._busy: dict[threading.Thread, _Job] = {}  # each busy worker's job
         self._idle_signals: list[threading.Lock] = []  # one per idle worker, released to wake it
         self._waking = 0  # workers woken or started that have not taken a job yet
         self._finished: list[tuple[_Job, bool, Any]] = []
+        self._overruns: dict[_Job, Overrun] = {}  # running jobs whose caller gave up on them
         self._delivery_scheduled = False
         self._closer: AsyncIterator[None] | None = None  # see blocking_pool()
         self.closed = False
@@ -100,8 +233,33 @@ class BlockingPool:
         return job.future
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run `fn(*args)` in a worker thread and return its result (or raise its exception)."""
-        return await self.submit(fn, *args)
+        """Run `fn(*args)` in a worker thread and return its result (or raise its exception).
+
+        A cancelled call is abandoned; while its thread still runs it, the CancelledError
+        carries its Overrun (see `overrun_of`).
+        """
+        future = self.submit(fn, *args)
+        try:
+            return await future
+        except asyncio.CancelledError as exc:
+            _mark(exc, self.abandon(future))
+            raise
+
+    def abandon(self, future: asyncio.Future[Any]) -> Overrun | None:
+        """Give up on the call of `future` (from `submit`) and cancel the future.
+
+        A queued call then never starts, and None is returned, as for a call that has ended.
+        For a call a worker is running, the Overrun that tells when its thread is done.
+        """
+        future.cancel()
+        with self._lock:
+            for job in self._busy.values():
+                if job.future is future:
+                    overrun = self._overruns.get(job)
+                    if overrun is None:
+                        overrun = self._overruns[job] = Overrun()
+                    return overrun
+        return None
 
     def close(self) -> None:
         """Stop the workers; queued calls fail. Call it from the pool's event loop thread.
@@ -113,7 +271,7 @@ class BlockingPool:
             self.closed = True
             dropped = list(self._jobs)
             self._jobs.clear()
-            idle = self._threads - self._busy
+            idle = self._threads.difference(self._busy)
             for signal in self._idle_signals:
                 signal.release()
             self._idle_signals.clear()
@@ -164,7 +322,7 @@ class BlockingPool:
                     continue
                 if self._jobs:  # this job may block: let another worker take the rest
                     self._wake_one()
-                self._busy.add(me)
+                self._busy[me] = job
                 self._lock.release()
                 try:
                     value, ok = job.context.run(job.fn, *job.args), True
@@ -173,13 +331,19 @@ class BlockingPool:
                 self._lock.acquire()
                 # Not busy from here on, before the caller can see the result (close() joins
                 # every worker that is not busy).
-                self._busy.discard(me)
+                del self._busy[me]
                 self._finished.append((job, ok, value))
                 if not self._delivery_scheduled:  # else the pending wake-up takes it along
                     self._delivery_scheduled = True
                     self._lock.release()
                     self._wake_loop()
                     self._lock.acquire()
+                if self._overruns:  # some caller gave up on a running call: maybe this one
+                    overrun = self._overruns.pop(job, None)
+                    if overrun is not None:
+                        self._lock.release()
+                        overrun._end()
+                        self._lock.acquire()
         finally:
             self._threads.discard(me)
             self._lock.release()
@@ -253,16 +417,42 @@ async def run_blocking(fn: Callable[..., T], /, *args: Any) -> T:
     """Run a blocking `fn(*args)` off the event loop and return its result.
 
     On asyncio this uses the loop's `BlockingPool`; on other backends anyio's worker threads.
-    Cancelling the caller abandons a running call (the thread cannot be killed).
+    Cancelling the caller abandons a running call (the thread cannot be killed); the
+    CancelledError then carries the call's `Overrun` (`overrun_of`) while its thread still runs.
     """
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:  # no asyncio loop running here: another anyio backend
-        return await anyio.to_thread.run_sync(fn, *args, abandon_on_cancel=True)
+        return await _run_in_anyio_thread(fn, args)
     pool = _pools.get(loop)
     if pool is None or pool.closed:
         pool = await blocking_pool()
     return await pool.run(fn, *args)
+
+
+async def _run_in_anyio_thread(fn: Callable[..., T], args: tuple) -> T:
+    """`fn(*args)` in one of anyio's worker threads, with the same Overrun on cancellation."""
+    overrun = Overrun()
+    overrun._started = False
+
+    def tracked() -> T:
+        with _overrun_lock:
+            if overrun.ended:  # abandoned before a thread took it: it never runs
+                return None  # type: ignore[return-value]
+            overrun._started = True
+        try:
+            return fn(*args)
+        finally:
+            overrun._end()
+
+    try:
+        return await anyio.to_thread.run_sync(tracked, abandon_on_cancel=True)
+    except anyio.get_cancelled_exc_class() as exc:
+        with _overrun_lock:
+            if not overrun._started:
+                overrun.ended = True
+        _mark(exc, overrun if overrun._started else None)
+        raise
 
 
 def close_blocking_pool() -> None:

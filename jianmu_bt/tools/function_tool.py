@@ -49,6 +49,7 @@ class FunctionTool(Tool):
         injected: Iterable[str] = (),
         timeout: float | None = None,
         blocking: bool = True,
+        idempotent: bool = False,
     ) -> None:
         if not callable(fn):
             raise TypeError(f"@tool needs a function, got {type(fn).__name__}")
@@ -65,6 +66,7 @@ class FunctionTool(Tool):
         self.effect_tags = tuple(effect_tags)
         self.timeout = timeout
         self.blocking = blocking
+        self.idempotent = idempotent
         self._fn_is_async = inspect.iscoroutinefunction(fn)
         # A tool with one visible parameter may be called with a bare value instead of a dict.
         visible = [n for n in self.signature.param_names if n not in self.signature.injected_names]
@@ -172,6 +174,7 @@ def tool(
     injected: Iterable[str] = (),
     timeout: float | None = None,
     blocking: bool = True,
+    idempotent: bool = False,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -188,13 +191,16 @@ def tool(
     injected: Iterable[str] = (),
     timeout: float | None = None,
     blocking: bool = True,
+    idempotent: bool = False,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Turn a function into a FunctionTool: `@tool` or `@tool(name=..., effect_tags=...)`.
 
     Options: `name`, `description` (default: the docstring's text), `input_schema` (default:
     derived from the type hints), `output_schema`, `parallel_safe`, `effect_tags`, `injected`
     (parameter names hidden from the LLM and supplied by the caller), `timeout` (seconds per
-    call) and `blocking` (False runs a quick sync function on the event loop, not in a thread).
+    call), `blocking` (False runs a quick sync function on the event loop, not in a thread) and
+    `idempotent` (running the same call twice has the effect of running it once: a durable run
+    may re-run it after a crash; it can read its `idempotency_key` as an injected parameter).
     """
     options = {
         "name": name,
@@ -206,6 +212,7 @@ def tool(
         "injected": injected,
         "timeout": timeout,
         "blocking": blocking,
+        "idempotent": idempotent,
     }
     if fn is not None:
         return FunctionTool(fn, **options)

@@ -19,7 +19,8 @@ def test_quickstart_runs_offline_and_summarises_what_happened():
     result = jianmu("run", QUICKSTART)
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert out.startswith("Run of 'quickstart' finished: SUCCESS\n  reason:   -\n")
+    assert out.startswith("Run of 'quickstart' finished: succeeded (run run_")
+    assert "\n  reason:   -\n" in out
     assert "Sum: calculator -> 14" in out
     assert "SaveTotal: guard says deny to write_file" in out
     assert "Solver.llm: LLM asks for calculator" in out
@@ -32,7 +33,8 @@ def test_set_values_are_yaml_and_json_output_reports_changes_and_state():
     result = jianmu("run", QUICKSTART, "--set", "numbers=6 * 7", "--set", "saved=false", "--json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    assert report["status"] == "SUCCESS" and report["tree"] == "quickstart"
+    assert report["status"] == "succeeded" and report["tree"] == "quickstart"
+    assert report["run_id"].startswith("run_")
     assert report["changed"]["total"] == "42"
     assert "numbers" not in report["changed"]  # inputs are applied before the "before" snapshot
     assert report["state"]["numbers"] == "6 * 7" and report["state"]["saved"] is False
@@ -53,7 +55,7 @@ def test_watch_without_a_terminal_prints_plain_snapshots_then_the_summary():
     )
     assert "  [+] Solver (agent)" in final
     assert "  > SaveTotal: guard says deny to write_file" in out
-    assert final.index("[+] Answered") < final.index("Run of 'quickstart' finished: SUCCESS")
+    assert final.index("[+] Answered") < final.index("Run of 'quickstart' finished: succeeded")
 
 
 def test_trace_records_the_layout_and_every_status_change(tmp_path):
@@ -83,7 +85,7 @@ def test_a_failing_tree_exits_1_with_its_reason(tmp_path):
     )
     result = jianmu("run", tree)
     assert result.returncode == 1
-    assert "finished: FAILURE" in result.stdout and "reason:   Div: Error:" in result.stdout
+    assert "finished: failed" in result.stdout and "reason:   Div: Error:" in result.stdout
     assert "Traceback" not in result.stderr
 
 

@@ -59,10 +59,12 @@ async def pause(snapshot: Path) -> None:
 def resume(snapshot: Path) -> None:
     state = StateManager.from_snapshot(AgentState, json.loads(snapshot.read_text()))
     runner, guard = build(state)
-    pending = json.loads(snapshot.read_text())["guard"]["approvals"]["records"]
+    saved = json.loads(snapshot.read_text())["guard"]
+    pending = saved["approvals"]["records"]
     assert [r["call_id"] for r in pending] == ["c2"], pending
-    # The runner restored the guard's approvals from the snapshot; the reviewer's decision arrives
-    # through the public API, then the run continues.
+    # The guard's counters and approvals come back from the snapshot; the reviewer's decision
+    # arrives through the public API, then the run continues.
+    guard.restore(saved)
     guard.approvals.approve("c2", note="ok by reviewer")
     result = runner.run()
     print(json.dumps({"status": result.status.value, "messages": result.state["messages"]}))

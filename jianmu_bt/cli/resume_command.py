@@ -1,0 +1,122 @@
+"""`jianmu resume RUN_ID`: continue a recorded run in this process, from its journal.
+
+Steps that finished are not run again: a completed call's result comes from the journal. Calls
+that wait for a decision (held by the guard, or in doubt after a crash) are decided with
+`--approve CALL_ID` / `--deny CALL_ID` (repeatable; `--approve all` approves every one); on a
+terminal, `--approve ask` (the default there) asks about each. Without a decision a call stays
+waiting and the run stays paused (exit 3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from jianmu_bt.cli.approvals import default_mode
+from jianmu_bt.cli.errors import CLIError
+from jianmu_bt.cli.loading import load_tree_file
+from jianmu_bt.cli.run_session import add_output_options, run_and_report
+from jianmu_bt.cli.stores import STORE_HELP, open_run_store, store_errors, waiting_calls
+from jianmu_bt.cli.subcommand import add_command
+
+HELP = "continue a paused or interrupted run from its journal"
+EPILOG = """\
+examples:
+  jianmu resume run_3f2a9c0d1e2b                         # stays paused while calls wait
+  jianmu resume run_3f2a9c0d1e2b --approve call_1a2b3c4d5e
+  jianmu resume run_3f2a9c0d1e2b --deny call_1a2b3c4d5e --json
+  jianmu resume run_3f2a9c0d1e2b --approve all --store /data/runs.db
+
+--approve on a held call runs it; on a call in doubt (it was running when the process died and
+has side effects) runs it again. --deny on a held call marks it denied; on a call in doubt,
+skipped. Either way the node sees a failed result and the tree's own failure handling decides.
+Exit status: 0 succeeded, 1 failed (or cannot be resumed), 3 paused again.
+"""
+
+
+def add_parser(commands: Any) -> None:
+    """Register `resume` on the top-level subparsers."""
+    parser = add_command(commands, "resume", help=HELP, epilog=EPILOG, handler=handle)
+    parser.add_argument("run_id", metavar="RUN_ID", help="the run to continue (see `jianmu runs`)")
+    parser.add_argument("--store", metavar="PATH", help=STORE_HELP)
+    parser.add_argument(
+        "--approve",
+        action="append",
+        default=[],
+        metavar="CALL_ID|all|ask",
+        help="approve a waiting call (repeatable), every waiting call (all), or ask at the "
+        "terminal (ask; the default on a terminal)",
+    )
+    parser.add_argument(
+        "--deny", action="append", default=[], metavar="CALL_ID", help="deny a waiting call"
+    )
+    add_output_options(parser)
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Resume the run; 0 succeeded, 1 failed, 3 paused."""
+    store = open_run_store(args.store, create=False)
+    try:
+        with store_errors():
+            run = store.get_run(args.run_id)
+        if run.status in ("succeeded", "failed"):
+            raise CLIError(f"run {args.run_id} has already {run.status}; nothing to resume")
+        if not run.tree_path:
+            raise CLIError(
+                f"run {args.run_id} was not started from a tree file; resume it "
+                "from Python with tree.resume()"
+            )
+        if not Path(run.tree_path).is_file():
+            raise CLIError(f"run {args.run_id}: its tree file {run.tree_path} no longer exists")
+        ask = "ask" in args.approve or (not args.approve and not args.deny and _on_terminal())
+        approve = [a for a in args.approve if a != "ask"]
+        deny = list(args.deny)
+        if ask:
+            _ask_about(waiting_calls(store, args.run_id), approve, deny)
+        tree = load_tree_file(run.tree_path)
+        try:
+
+            def start() -> Any:
+                with store_errors():
+                    return tree.resume(
+                        args.run_id,
+                        store=store,
+                        approve=approve,
+                        deny=deny,
+                        hold="wait" if ask else "pause",
+                        timeout=args.timeout,
+                    )
+
+            def waiting() -> list[Any]:
+                return waiting_calls(store, args.run_id)
+
+            return run_and_report(tree, args, "ask" if ask else "later", start, waiting)
+        finally:
+            tree.close()
+    finally:
+        store.close()
+
+
+def _on_terminal() -> bool:
+    return default_mode() == "ask"
+
+
+def _ask_about(calls: list[Any], approve: list[str], deny: list[str]) -> None:
+    """Ask at the terminal about each waiting call not decided on the command line."""
+    decided = set(approve) | set(deny)
+    if "all" in decided:
+        return
+    for call in calls:
+        if call.call_id in decided or call.key in decided:
+            continue
+        arguments = json.dumps(call.arguments, ensure_ascii=False, default=str)[:200]
+        what = "run it again" if call.status == "in_doubt" else "approve"
+        try:
+            answer = input(f"{what} {call.tool}({arguments}) [{call.call_id}]? [y/N] ")
+        except (EOFError, OSError):
+            answer = ""
+        (approve if answer.strip().lower() in ("y", "yes") else deny).append(call.call_id)
+    print("", file=sys.stderr, end="")

@@ -1,0 +1,140 @@
+"""What `jianmu run` and `jianmu resume` share: watching a run, answering holds, reporting it.
+
+Exit status: 0 the run succeeded, 1 it failed (or could not start), 3 it paused: a call waits
+for a decision (`jianmu resume RUN --approve CALL_ID` or `--deny CALL_ID` continues it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from jianmu_bt.cli.activity import ActivityLog
+from jianmu_bt.cli.approvals import ApprovalDesk
+from jianmu_bt.cli.errors import CLIError
+from jianmu_bt.cli.summary import changed_keys, state_snapshot, summary_lines
+from jianmu_bt.cli.watch import WatchView
+
+EXIT_PAUSED = 3
+EXIT_CODES = {"succeeded": 0, "failed": 1, "paused": EXIT_PAUSED}
+
+
+def add_output_options(parser: argparse.ArgumentParser) -> None:
+    """--trace, --watch, --timeout and --json, as `run` and `resume` take them."""
+    parser.add_argument("--trace", metavar="OUT.jsonl", help="write every run event as JSON lines")
+    parser.add_argument(
+        "--watch",
+        action="store_true",
+        help="show the tree's node statuses live while it runs (plain text when not a terminal)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, metavar="S", help="stop the run after S seconds (a failure)"
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print the result as JSON instead of a summary"
+    )
+
+
+def _open_trace(path: str, tree: Any, stack: ExitStack) -> None:
+    from jianmu_bt.runtime import TraceWriter
+    from jianmu_bt.viz import TREE_NODES_EVENT, tree_nodes_data
+
+    target = Path(path)
+    if not target.parent.is_dir():
+        raise CLIError(f"--trace {path}: the directory '{target.parent}' does not exist")
+    try:
+        writer = stack.enter_context(TraceWriter(target))
+    except OSError as exc:
+        raise CLIError(f"--trace {path}: cannot write ({exc.strerror})") from None
+    stack.callback(tree.events.subscribe(writer))
+    # The node layout lets `jianmu dot --status-from` colour a freshly loaded copy of the tree.
+    tree.events.emit(TREE_NODES_EVENT, nodes=tree_nodes_data(tree.root))
+
+
+def run_and_report(
+    tree: Any,
+    args: argparse.Namespace,
+    mode: str,
+    start: Callable[[], Any],
+    waiting: Callable[[], list[Any]] = list,
+) -> int:
+    """Run `start()` with the tree watched and its holds answered (`mode`: ask, all, none or
+    later), print the summary or JSON, and return the exit status. `waiting()` lists the calls
+    of a paused run that wait for a decision."""
+    if args.timeout is not None and args.timeout <= 0:
+        raise CLIError(f"--timeout {args.timeout:g}: give a positive number of seconds")
+    with ExitStack() as stack:
+        before = state_snapshot(tree.state)
+        written: dict[str, None] = {}
+        stack.callback(tree.state.subscribe(lambda keys: written.update(dict.fromkeys(keys))))
+        activity = ActivityLog()
+        stack.callback(tree.events.subscribe(activity))
+        if mode != "later":
+            stack.callback(tree.events.subscribe(ApprovalDesk(tree, mode)))
+        if args.trace:
+            _open_trace(args.trace, tree, stack)
+        view = None
+        if args.watch:
+            # With --json, stdout carries only the JSON document.
+            view = WatchView(tree.root, sys.stderr if args.json else sys.stdout)
+            stack.callback(tree.events.subscribe(view))
+        result = start()
+        if view is not None:
+            view.finish(result.node_statuses)
+        after = state_snapshot(tree.state)
+        changes = {key: after[key] for key in changed_keys(before, after, written)}
+        held = [_waiting_call(entry) for entry in waiting()] if result.paused else []
+        if args.json:
+            print(json.dumps(_as_json(tree, result, changes, held), indent=2, default=str))
+        else:
+            lines = summary_lines(
+                tree.name, result, activity, changes, show_activity=view is None or view.live
+            )
+            print("\n".join(lines + _paused_lines(result, held)))
+    return EXIT_CODES[result.run_status]
+
+
+def _waiting_call(entry: Any) -> dict[str, Any]:
+    return {
+        "call_id": entry.call_id,
+        "tool": entry.tool,
+        "arguments": entry.arguments,
+        "status": entry.status,
+    }
+
+
+def _paused_lines(result: Any, held: list[dict[str, Any]]) -> list[str]:
+    if not result.paused:
+        return []
+    lines = [f"Run {result.run_id} paused: {len(held)} call(s) wait for a decision"]
+    for call in held:
+        arguments = json.dumps(call["arguments"], ensure_ascii=False, default=str)
+        lines.append(f"  {call['status']:<8} {call['call_id']}  {call['tool']}({arguments})")
+    first = held[0]["call_id"] if held else "CALL_ID"
+    lines.append(
+        f"Continue with: jianmu resume {result.run_id} --approve {first}  (or --deny {first})"
+    )
+    return lines
+
+
+def _as_json(
+    tree: Any, result: Any, changes: dict[str, Any], held: list[dict[str, Any]]
+) -> dict[str, Any]:
+    report = {
+        "run_id": result.run_id,
+        "tree": tree.name,
+        "status": result.run_status,
+        "reason": result.reason,
+        "ticks": result.ticks,
+        "duration": result.duration,
+        "changed": changes,
+        "state": state_snapshot(tree.state),
+    }
+    if result.paused:
+        report["waiting"] = held
+    return report

@@ -1,0 +1,131 @@
+"""`jianmu runs`: the runs a run store holds; `jianmu runs show RUN_ID`: one run in detail."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+from typing import Any
+
+from jianmu_bt.cli.errors import CLIError
+from jianmu_bt.cli.stores import STORE_HELP, open_run_store, store_errors
+from jianmu_bt.cli.subcommand import add_command
+
+HELP = "list recorded runs, or show one (`jianmu runs show RUN_ID`)"
+EPILOG = """\
+examples:
+  jianmu runs
+  jianmu runs --json
+  jianmu runs show run_3f2a9c0d1e2b --json
+  jianmu runs --store /data/runs.db
+
+Run statuses: running, paused, succeeded, failed. Call statuses: running, done, failed, held,
+in_doubt, denied, skipped.
+"""
+
+
+def add_parser(commands: Any) -> None:
+    """Register `runs` on the top-level subparsers."""
+    parser = add_command(commands, "runs", help=HELP, epilog=EPILOG, handler=handle)
+    parser.add_argument(
+        "words", nargs="*", metavar="show RUN_ID", help="show one run instead of the list"
+    )
+    parser.add_argument("--store", metavar="PATH", help=STORE_HELP)
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def handle(args: argparse.Namespace) -> int:
+    """List the runs, or show one."""
+    if args.words and (args.words[0] != "show" or len(args.words) != 2):
+        raise CLIError(
+            f"unknown runs command {' '.join(args.words)!r}; use `jianmu runs show RUN_ID`"
+        )
+    store = open_run_store(args.store, create=False)
+    try:
+        with store_errors():
+            if args.words:
+                _show(store, args.words[1], args.json)
+            else:
+                _list(store, args.json)
+    finally:
+        store.close()
+    return 0
+
+
+def _when(seconds: float) -> str:
+    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).isoformat(timespec="seconds")
+
+
+def _list(store: Any, as_json: bool) -> None:
+    runs = store.runs()
+    rows = [
+        {
+            "run_id": run.run_id,
+            "tree": run.tree,
+            "status": run.status,
+            "started": _when(run.started),
+            "updated": _when(run.updated),
+        }
+        for run in runs
+    ]
+    if as_json:
+        print(json.dumps({"runs": rows}, indent=2))
+        return
+    if not rows:
+        print(f"no runs in {store.location}")
+        return
+    for row in rows:
+        print(f"{row['run_id']}  {row['status']:<9} {row['tree']:<24} started {row['started']}")
+
+
+def run_document(store: Any, run_id: str) -> dict[str, Any]:
+    """A run as `jianmu runs show --json` prints it."""
+    run = store.get_run(run_id)
+    latest = store.latest_checkpoint(run_id)
+    data = latest.data if latest is not None else {}
+    journal = store.journal(run_id)
+    calls = [
+        {
+            "call_id": entry.call_id,
+            "key": entry.key,
+            "tool": entry.tool,
+            "arguments": entry.arguments,
+            "status": entry.status,
+            "result": entry.result,
+        }
+        for entry in journal
+        if entry.kind == "tool"
+    ]
+    return {
+        "run_id": run.run_id,
+        "tree": run.tree,
+        "tree_path": run.tree_path,
+        "status": run.status,
+        "reason": run.reason,
+        "started": _when(run.started),
+        "updated": _when(run.updated),
+        "parent_run": run.parent_run,
+        "state": data.get("state") or {},
+        "calls": calls,
+        "llm_turns": sum(1 for entry in journal if entry.kind == "llm"),
+        "checkpoints": len(store.history(run_id)),
+        "progress": data.get("progress") or {},
+    }
+
+
+def _show(store: Any, run_id: str, as_json: bool) -> None:
+    document = run_document(store, run_id)
+    if as_json:
+        print(json.dumps(document, indent=2, default=str))
+        return
+    print(f"run {document['run_id']} of '{document['tree']}': {document['status']}")
+    if document["reason"]:
+        print(f"  reason: {document['reason']}")
+    print(
+        f"  started {document['started']}, updated {document['updated']}, "
+        f"{document['checkpoints']} checkpoint(s), {document['llm_turns']} LLM turn(s)"
+    )
+    print("calls:" if document["calls"] else "calls: none")
+    for call in document["calls"]:
+        arguments = json.dumps(call["arguments"], ensure_ascii=False, default=str)[:120]
+        print(f"  {call['status']:<8} {call['call_id']}  {call['tool']}({arguments})")

@@ -1,0 +1,43 @@
+"""Opening the run store from the command line, and its errors as one-line messages."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from jianmu_bt.cli.errors import CLIError
+
+STORE_HELP = (
+    "the run store: an SQLite file (default: .jianmu/runs.db under the current directory) "
+    "or a postgresql:// URL"
+)
+WAITING = ("held", "in_doubt")
+
+
+def open_run_store(location: str | None, *, create: bool) -> Any:
+    """The run store at `location` (default .jianmu/runs.db); CLIError when it cannot open."""
+    from jianmu_bt.store import DEFAULT_STORE_PATH, open_store
+
+    with store_errors():
+        return open_store(location or Path.cwd() / DEFAULT_STORE_PATH, create=create)
+
+
+@contextlib.contextmanager
+def store_errors() -> Iterator[None]:
+    """Turn run store and durable-run errors into CLIError (one line, exit 1)."""
+    from jianmu_bt.loader.durable import DurableRunError
+    from jianmu_bt.store import StoreError
+
+    try:
+        yield
+    except (StoreError, DurableRunError) as exc:
+        raise CLIError(str(exc)) from None
+
+
+def waiting_calls(store: Any, run_id: str) -> list[Any]:
+    """The run's calls that wait for a decision (held or in doubt), in journal order."""
+    return [
+        entry for entry in store.journal(run_id) if entry.status in WAITING and entry.kind == "tool"
+    ]

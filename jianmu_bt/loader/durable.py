@@ -1,0 +1,203 @@
+"""Durable runs of a loaded tree: record a run in a run store, resume it, fork it.
+
+`Tree.run(store=...)`, `Tree.resume(...)` and `Tree.fork(...)` use `DurableRun`: it writes the
+run's record and first checkpoint (its initial state), takes the run's lease, gives the runner a
+RunJournal, and after the run records how it ended (`succeeded`, `failed` or `paused`) and lets
+the lease go. A resume checks the tree's digest, applies the reviewers' decisions to the journal,
+puts the state back to the run's initial state and replays the run against its journal (see
+`jianmu_bt.runtime.journal`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from jianmu_bt.runtime import RunResult
+from jianmu_bt.runtime.journal import WAITING_CALL, RunJournal, new_lease_owner, owner_is_dead
+from jianmu_bt.store import (
+    JournalEntry,
+    LeaseError,
+    RunRecord,
+    RunStore,
+    open_store,
+)
+
+if TYPE_CHECKING:
+    from jianmu_bt.loader.tree import Tree
+
+LEASE_SECONDS = 30.0
+DENIED_ERROR = "Error: a reviewer denied this call; it did not run"
+SKIPPED_ERROR = (
+    "Error: skipped: this call was in flight when the run stopped and a reviewer chose not to "
+    "run it again; it may or may not have happened"
+)
+
+
+class DurableRunError(ValueError):
+    """A durable run cannot start or continue (the message says why, on one line)."""
+
+
+def as_store(store: RunStore | str | Path, *, create: bool = True) -> RunStore:
+    """A RunStore, or one opened from a path or PostgreSQL URL."""
+    return store if isinstance(store, RunStore) else open_store(store, create=create)
+
+
+class DurableRun:
+    """One process's part of a durable run of `tree` in `store`."""
+
+    def __init__(self, tree: Tree, store: RunStore, run_id: str, hold: str = "wait") -> None:
+        self.tree = tree
+        self.store = store
+        self.run_id = run_id
+        self.hold = hold
+        self.owner = new_lease_owner()
+        self.journal: RunJournal | None = None
+        self.previous_status = "running"
+
+    # -- starting --------------------------------------------------------------------------
+
+    def start(self, inputs: dict[str, Any]) -> None:
+        """Record a new run (its inputs, its initial state as checkpoint 1) and take its lease."""
+        tree, now = self.tree, time.time()
+        record = RunRecord(
+            run_id=self.run_id,
+            tree=tree.name,
+            status="running",
+            started=now,
+            updated=now,
+            tree_path=str(tree.path or ""),
+            tree_digest=tree.digest,
+            inputs=inputs,
+        )
+        self.store.create_run(
+            record, tree.runner.checkpoint(), owner=self.owner, lease_seconds=LEASE_SECONDS
+        )
+        self._attach(())
+
+    def resume(self, approve: Iterable[str] = (), deny: Iterable[str] = ()) -> None:
+        """Take the lease of a paused (or stopped) run, record the decisions, set up replay."""
+        run = self.store.get_run(self.run_id)
+        self.previous_status = run.status
+        if run.status in ("succeeded", "failed"):
+            raise DurableRunError(f"run {self.run_id} has already {run.status}; nothing to resume")
+        if run.tree_digest and run.tree_digest != self.tree.digest:
+            raise DurableRunError(
+                f"the tree changed since run {self.run_id} began ({run.tree_path or run.tree}: "
+                f"digest {self.tree.digest[:12]}, the run's is {run.tree_digest[:12]}); resume it "
+                "with the file as it was, or start a new run"
+            )
+        steal = run.lease_owner if owner_is_dead(run.lease_owner) else None
+        try:
+            self.store.acquire_lease(self.run_id, self.owner, LEASE_SECONDS, steal_from=steal)
+        except LeaseError as exc:
+            raise DurableRunError(
+                f"run {self.run_id} is being run by another process: {exc}"
+            ) from None
+        try:
+            self._decide(list(approve), list(deny))
+            first = self.store.history(self.run_id)[0]
+            latest = self.store.latest_checkpoint(self.run_id)
+            self.tree.state.restore(first.data.get("state") or {})
+            guard_data = latest.data.get("guard") if latest is not None else None
+            if guard_data and self.tree.guard is not None:
+                self.tree.guard.restore(guard_data)
+            self.store.append(self.run_id, self.owner, status="running", reason="")
+            self._attach(self.store.journal(self.run_id))
+        except BaseException:
+            self.store.release_lease(self.run_id, self.owner)
+            raise
+
+    def _decide(self, approve: list[str], deny: list[str]) -> None:
+        """Record the reviewers' decisions on held and in-doubt calls, bound to the arguments."""
+        if not approve and not deny:
+            return
+        waiting = [e for e in self.store.journal(self.run_id) if e.status in WAITING_CALL]
+        every = "all" in approve
+        rows: list[JournalEntry] = []
+        for call_id in (*(a for a in approve if a != "all"), *deny):
+            if not any(_names(e, call_id) for e in waiting):
+                listed = ", ".join(f"{e.call_id} ({e.tool}, {e.status})" for e in waiting)
+                raise DurableRunError(
+                    f"run {self.run_id} has no call {call_id!r} waiting for a decision; "
+                    f"waiting: {listed or 'none'}"
+                )
+        for entry in waiting:
+            if any(_names(entry, c) for c in deny):
+                status = "denied" if entry.status == "held" else "skipped"
+                error = DENIED_ERROR if status == "denied" else SKIPPED_ERROR
+                result = {"tool": entry.tool, "ok": False, "output": None, "error": error}
+                rows.append(_with(entry, status, result))
+            elif every or any(_names(entry, c) for c in approve):
+                rows.append(_with(entry, "approved", None))
+        if rows:
+            self.store.append(self.run_id, self.owner, rows)
+
+    def _attach(self, recorded: Iterable[JournalEntry]) -> None:
+        self.journal = RunJournal(
+            self.store,
+            self.run_id,
+            self.owner,
+            recorded=recorded,
+            hold=self.hold,
+            lease_seconds=LEASE_SECONDS,
+        )
+        context = self.tree.runner.context
+        context.run_id = self.run_id
+        context.journal = self.journal
+        self.journal.checkpoint_source = self.tree.runner.checkpoint
+
+    # -- ending ----------------------------------------------------------------------------
+
+    def finish(self, result: RunResult) -> RunResult:
+        """Record how the run ended (unless replay found the tree changed) and free the lease."""
+        journal = self.journal
+        self.tree.runner.context.journal = None
+        try:
+            if journal is not None and journal.fault:
+                # Replay could not go on as recorded: the run stays as it was, resumable.
+                self.store.append(self.run_id, self.owner, status=self.previous_status)
+                raise DurableRunError(journal.fault)
+            status = result.run_status
+            self.store.append(
+                self.run_id,
+                self.owner,
+                checkpoint=self.tree.runner.checkpoint(),
+                status=status,
+                reason=result.reason,
+            )
+        finally:
+            self.store.release_lease(self.run_id, self.owner)
+        result.run_id = self.run_id
+        return result
+
+    def abandon(self) -> None:
+        """The run raised before it ended: free the lease (the run stays resumable)."""
+        self.tree.runner.context.journal = None
+        self.store.release_lease(self.run_id, self.owner)
+
+    def waiting_calls(self) -> list[JournalEntry]:
+        """The run's calls that wait for a decision (held or in doubt), in journal order."""
+        return [e for e in self.store.journal(self.run_id) if e.status in WAITING_CALL]
+
+
+def _names(entry: JournalEntry, call_id: str) -> bool:
+    return call_id in (entry.call_id, entry.key)
+
+
+def _with(entry: JournalEntry, status: str, result: Any) -> JournalEntry:
+    return JournalEntry(
+        key=entry.key,
+        call_id=entry.call_id,
+        kind=entry.kind,
+        node=entry.node,
+        tool=entry.tool,
+        arguments=entry.arguments,
+        digest=entry.digest,
+        status=status,
+        result=result,
+        effectful=entry.effectful,
+        idempotent=entry.idempotent,
+    )

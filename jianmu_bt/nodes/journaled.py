@@ -1,0 +1,122 @@
+"""Tool calls in a durable run: what the journal says about a call, and how a node acts on it.
+
+Shared by ToolNode and ToolExecutor (see `jianmu_bt.runtime.journal` for the journal itself).
+For each call a node looks up its record first:
+
+- no record: ask the guard, record `running`, run the call, record `done`/`failed`;
+- `done`, `failed`, `denied`, `skipped`: take the recorded result; the tool does not run;
+- `held`: ask the guard again (a reviewer may have decided since);
+- `approved`: give the guard the reviewer's approval (bound to the arguments), then as above;
+- `running` (the process stopped during the call): run it again when the tool has no effect
+  tags or is idempotent, else record `in_doubt`;
+- `in_doubt`: wait for a decision (the run pauses).
+
+A record whose tool or arguments differ from the call the node makes now means the tree, its
+tools or its inputs changed since the run began: JournalMismatchError.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from jianmu_bt.guard import Decision, GuardVerdict
+from jianmu_bt.runtime.journal import FINISHED_CALL, RunJournal
+from jianmu_bt.store import JournalEntry, digest_arguments
+from jianmu_bt.tools import Tool, ToolCall, ToolResult
+
+IN_DOUBT_REASON = (
+    "it was running when the run stopped and it has side effects: it may or may not have "
+    "happened; decide with `jianmu resume RUN --approve {call_id}` (run it again) or "
+    "`--deny {call_id}` (skip it)"
+)
+
+
+def step_call_id(key: str) -> str:
+    """The call id of a tool step, the same in every process of a run."""
+    return "call_" + hashlib.sha1(key.encode()).hexdigest()[:10]
+
+
+def entry(
+    journal: RunJournal,
+    key: str,
+    node: str,
+    call: ToolCall,
+    tool: Tool | None,
+    status: str,
+    result: ToolResult | None = None,
+) -> JournalEntry:
+    """The journal record of `call` in `status` (with its result when it has one)."""
+    return JournalEntry(
+        key=key,
+        call_id=call.id or "",
+        kind="tool",
+        node=node,
+        tool=call.name,
+        arguments=call.arguments,
+        digest=digest_arguments(call.name, call.arguments),
+        status=status,
+        result=result_document(result) if result is not None else None,
+        effectful=bool(tool.effect_tags) if tool is not None else False,
+        idempotent=bool(getattr(tool, "idempotent", False)),
+    )
+
+
+def result_document(result: ToolResult) -> dict[str, Any]:
+    """A ToolResult as the JSON document the journal keeps."""
+    return {"tool": result.tool, "ok": result.ok, "output": result.output, "error": result.error}
+
+
+def recorded_result(record: JournalEntry) -> ToolResult:
+    """The ToolResult a finished record holds."""
+    data = record.result if isinstance(record.result, dict) else {}
+    return ToolResult(
+        tool=data.get("tool") or record.tool,
+        ok=bool(data.get("ok")),
+        output=data.get("output"),
+        error=data.get("error"),
+    )
+
+
+def check_matches(journal: RunJournal, record: JournalEntry, call: ToolCall) -> None:
+    """JournalMismatchError when the recorded call is not the call made now."""
+    if record.digest != digest_arguments(call.name, call.arguments):
+        raise journal.mismatch(
+            f"step {record.key} was recorded as {record.tool}({_short(record.arguments)}) but "
+            f"now calls {call.name}({_short(call.arguments)}): the tree, its tools or its inputs "
+            "changed since the run began; start a new run"
+        )
+
+
+def may_run_again(tool: Tool | None) -> bool:
+    """A call in flight at a crash may run again: no effect tags, or an idempotent tool."""
+    return tool is None or not tool.effect_tags or bool(getattr(tool, "idempotent", False))
+
+
+def is_finished(record: JournalEntry | None) -> bool:
+    """True when the record ends the call (its result is in the journal)."""
+    return record is not None and record.status in FINISHED_CALL
+
+
+def ensure_approved(guard: Any, call: ToolCall) -> None:
+    """Give the guard a reviewer's approval recorded in the journal, bound to this exact call."""
+    approvals = guard.approvals
+    existing = approvals.get(call.id)
+    if existing is None:
+        verdict = GuardVerdict(
+            Decision.PENDING, "approved in the run's journal", "journal", call.id, call.name
+        )
+        approvals.request(call, verdict)
+    elif existing.status.value != "pending":
+        return
+    approvals.approve(call.id, note="approved for this run (journal)")
+
+
+def in_doubt_reason(call: ToolCall) -> str:
+    """Why a call waits for a decision after a crash, and how to decide."""
+    return f"{call.name} [{call.id}]: " + IN_DOUBT_REASON.format(call_id=call.id)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -1,0 +1,195 @@
+"""RunJournal: a durable run's record of every tool call and LLM turn, and how resume replays it.
+
+A durable run writes to its run store (`jianmu_bt.store`) before and after every step that can
+have a side effect: a tool call is recorded `running` before it starts and `done`/`failed` with
+its result after; a call the guard holds is `held`; refusals are `denied`. Each write carries a
+checkpoint (state, guard, tree progress) in the same transaction.
+
+Resume runs the tree again from the run's initial state against the journal. Every step has a
+key that depends only on the tree and the order of its steps (`<node id>#<entry>`), so the
+replay reaches the same keys: a finished call is answered from the journal (its tool does not
+run), an LLM turn gets its recorded reply, and the run goes on live from the first step with no
+record. A call recorded `running` (it was in flight when the process stopped) runs again when it
+has no side effects or its tool is idempotent, and is otherwise `in_doubt`: held for a decision.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+if TYPE_CHECKING:
+    from jianmu_bt.store import JournalEntry, RunStore
+
+#: Call statuses that end a call: the journal answers them on replay.
+FINISHED_CALL = frozenset({"done", "failed", "denied", "skipped"})
+#: Call statuses waiting for a reviewer's decision.
+WAITING_CALL = frozenset({"held", "in_doubt"})
+
+
+class JournalMismatchError(RuntimeError):
+    """Replay reached a recorded step that asks for something else than the record says: the
+    tree, its tools or its inputs changed since the run began."""
+
+
+def new_lease_owner() -> str:
+    """A lease owner name that tells which host and process holds a run: `host:pid:nonce`."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def owner_is_dead(owner: str | None) -> bool:
+    """True when `owner` (from `new_lease_owner`) is a process of this host that has ended."""
+    if not owner:
+        return False
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return _is_zombie(pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
+
+
+class RunJournal:
+    """The journal of one durable run, as the nodes of the running process see it.
+
+    `recorded` are the journal's entries from earlier processes of the run (latest per key);
+    `hold` says what a held call does: "wait" for an approval in this process, or "pause" the
+    run (the process can end; `resume` continues it). Writes go to `store` under the run's lease
+    (`owner`); each carries a checkpoint made by `checkpoint_source` (set by the runner).
+    """
+
+    def __init__(
+        self,
+        store: RunStore,
+        run_id: str,
+        owner: str,
+        *,
+        recorded: Iterable[JournalEntry] = (),
+        hold: str = "wait",
+        lease_seconds: float = 30.0,
+    ) -> None:
+        if hold not in ("wait", "pause"):
+            raise ValueError(f"hold must be 'wait' or 'pause', got {hold!r}")
+        self.store = store
+        self.run_id = run_id
+        self.owner = owner
+        self.hold = hold
+        self.lease_seconds = lease_seconds
+        self._recorded: dict[str, JournalEntry] = {entry.key: entry for entry in recorded}
+        self._entries: dict[str, int] = {}
+        self._running = 0
+        self.pause_reason: str | None = None
+        #: Set when replay found that the run cannot go on as recorded (the tree changed).
+        self.fault: str | None = None
+        self.checkpoint_source: Callable[[], dict[str, Any]] = dict
+        self.on_pause: Callable[[], None] = _noop
+        self._renewed = time.monotonic()
+
+    # -- keys and records ------------------------------------------------------------------
+
+    def next_key(self, node_key: str) -> str:
+        """The key of the next entry of a node: `<node>#<n>`, n counting the node's entries."""
+        number = self._entries.get(node_key, 0) + 1
+        self._entries[node_key] = number
+        return f"{node_key}#{number}"
+
+    def recorded(self, key: str) -> JournalEntry | None:
+        """The latest record of a step, from this or an earlier process of the run."""
+        return self._recorded.get(key)
+
+    def idempotency_key(self, key: str) -> str:
+        """The idempotency key of a step: the same in every process of the run."""
+        return f"{self.run_id}/{key}"
+
+    def write(self, *entries: JournalEntry, checkpoint: bool = True) -> None:
+        """Append entries (and a checkpoint) in one transaction of the store."""
+        self.store.append(
+            self.run_id,
+            self.owner,
+            entries,
+            checkpoint=self.checkpoint_source() if checkpoint else None,
+        )
+        for entry in entries:
+            self._recorded[entry.key] = entry
+        self._renew_if_due()
+
+    def _renew_if_due(self) -> None:
+        now = time.monotonic()
+        if now - self._renewed > self.lease_seconds / 3:
+            self.store.renew_lease(self.run_id, self.owner, self.lease_seconds)
+            self._renewed = now
+
+    async def keep_lease(self) -> None:
+        """Renew the lease while the run lives (started by the runner; cancelled at its end)."""
+        while True:
+            await anyio.sleep(self.lease_seconds / 3)
+            self.store.renew_lease(self.run_id, self.owner, self.lease_seconds)
+            self._renewed = time.monotonic()
+
+    # -- calls in flight and pausing -------------------------------------------------------
+
+    def started(self, count: int = 1) -> None:
+        """`count` calls were recorded `running` and start now."""
+        self._running += count
+
+    def ended(self, count: int = 1) -> None:
+        """`count` calls that `started` have ended (recorded, or abandoned by a halt)."""
+        self._running -= count
+
+    @property
+    def running(self) -> int:
+        """How many recorded calls are running now."""
+        return self._running
+
+    @property
+    def pausing(self) -> bool:
+        """True once the run was asked to pause: no new call may start."""
+        return self.pause_reason is not None
+
+    def request_pause(self, reason: str) -> None:
+        """Ask the runner to pause the run once the calls in flight have ended."""
+        if self.pause_reason is None:
+            self.pause_reason = reason
+        self.on_pause()
+
+    def mismatch(self, message: str) -> JournalMismatchError:
+        """Replay found a step that differs from its record: stop the run without recording an
+        outcome (it stays resumable) and return the error for the node to raise."""
+        self.fault = self.fault or message
+        self.request_pause(message)
+        return JournalMismatchError(message)
+
+    @property
+    def ready_to_pause(self) -> bool:
+        """A pause was asked for and no recorded call is running any more."""
+        return self.pause_reason is not None and self._running <= 0
+
+    async def wait_for_halt(self) -> None:
+        """Where a step that may not start waits while the run pauses: until the halt."""
+        await anyio.sleep_forever()
+
+
+def _noop() -> None:
+    return None

@@ -1,0 +1,247 @@
+"""The embedded run store: one SQLite file (stdlib `sqlite3`, WAL mode).
+
+With the default `synchronous="NORMAL"` in WAL mode every committed transaction survives a killed
+process; the last transactions before a power loss or OS crash may be lost (never corrupted). Pass
+`synchronous="FULL"` to survive power loss too, at the cost of an fsync per write.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from jianmu_bt.store.errors import (
+    StoreCorruptError,
+    StoreError,
+    StoreFormatError,
+    StoreLockedError,
+    StoreNotFoundError,
+)
+from jianmu_bt.store.sqlcommon import SQLRunStore
+from jianmu_bt.store.sqlrows import FORMAT_VERSION, Cursor, iter_statements
+
+__all__ = ["SQLITE_SCHEMA", "SQLiteStore"]
+
+SQLITE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY, tree TEXT NOT NULL, status TEXT NOT NULL,
+    started REAL NOT NULL, updated REAL NOT NULL, tree_path TEXT NOT NULL DEFAULT '',
+    tree_digest TEXT NOT NULL DEFAULT '', inputs TEXT NOT NULL DEFAULT '{}',
+    reason TEXT NOT NULL DEFAULT '', parent_run TEXT, parent_checkpoint INTEGER,
+    lease_owner TEXT, lease_expires REAL,
+    last_position INTEGER NOT NULL DEFAULT 0, last_seq INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS runs_started ON runs (started);
+CREATE TABLE IF NOT EXISTS journal (
+    run_id TEXT NOT NULL, position INTEGER NOT NULL, key TEXT NOT NULL, call_id TEXT NOT NULL,
+    kind TEXT NOT NULL, node TEXT NOT NULL, tool TEXT NOT NULL, arguments TEXT NOT NULL,
+    digest TEXT NOT NULL, status TEXT NOT NULL, result TEXT NOT NULL,
+    effectful INTEGER NOT NULL, idempotent INTEGER NOT NULL, created REAL NOT NULL,
+    PRIMARY KEY (run_id, position)
+);
+CREATE INDEX IF NOT EXISTS journal_key ON journal (run_id, key);
+CREATE TABLE IF NOT EXISTS checkpoints (
+    run_id TEXT NOT NULL, seq INTEGER NOT NULL, created REAL NOT NULL,
+    position INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)
+"""
+"""The tables of a run store file (format version 1)."""
+
+_TABLES = ("runs", "journal", "checkpoints", "meta")
+_SYNC_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
+
+
+class _SQLiteCursor:
+    """`Cursor` over an sqlite3 connection (its statement cache keeps statements prepared)."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        return self._conn.execute(sql, params).fetchone()
+
+    def all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._conn.execute(sql, params).fetchall()
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return self._conn.execute(sql, params).rowcount
+
+    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self._conn.executemany(sql, rows)
+
+
+class SQLiteStore(SQLRunStore):
+    """A run store in one SQLite file, shared safely by the threads and processes using it.
+
+    `create=False` refuses a missing file (StoreNotFoundError); `busy_timeout` is how long a write
+    waits for another writer before StoreLockedError. A file that is not a run store, or one in a
+    newer format, is refused without being modified.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        create: bool = True,
+        busy_timeout: float = 5.0,
+        synchronous: str = "NORMAL",
+    ) -> None:
+        sync = synchronous.upper()
+        if sync not in _SYNC_MODES:
+            raise ValueError(
+                f"synchronous must be one of {', '.join(_SYNC_MODES)}, not {synchronous!r}"
+            )
+        self._path = Path(path)
+        self._location = os.path.abspath(self._path)
+        self._busy_timeout = busy_timeout
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        if not self._path.exists():
+            if not create:
+                raise StoreNotFoundError(
+                    f"run store {self._location} does not exist (nothing to open)"
+                )
+            try:
+                self._path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create run store {self._location}: {exc}") from exc
+        try:
+            conn = sqlite3.connect(
+                self._path,
+                timeout=busy_timeout,
+                isolation_level=None,
+                check_same_thread=False,
+                cached_statements=64,
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open run store {self._location}: {exc}") from exc
+        try:
+            self._prepare(conn, create, sync)
+        except sqlite3.Error as exc:
+            conn.close()
+            raise self._translate(exc) from exc
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        self._cursor = _SQLiteCursor(conn)
+
+    @property
+    def location(self) -> str:
+        """The absolute path of the store file."""
+        return self._location
+
+    @property
+    def path(self) -> Path:
+        """The store file as given."""
+        return self._path
+
+    def _prepare(self, conn: sqlite3.Connection, create: bool, sync: str) -> None:
+        """Check the file is a run store this program reads; create the tables in a new one."""
+        rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+        tables = {row[0] for row in rows}
+        if "meta" in tables:
+            self._check_version(conn)
+            missing = [name for name in _TABLES if name not in tables]
+            if missing:
+                raise StoreCorruptError(
+                    f"run store {self._location} is missing tables: {', '.join(missing)}"
+                )
+        elif tables:
+            raise StoreCorruptError(
+                f"run store {self._location} is an SQLite database but not a jianmu run store "
+                f"(it has tables {', '.join(sorted(tables))} but no meta table)"
+            )
+        elif not create:
+            raise StoreCorruptError(
+                f"run store {self._location} is an empty database, not a jianmu run store"
+            )
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {sync}")
+        if not tables:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in iter_statements(SQLITE_SCHEMA):
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('format_version', ?)",
+                    (str(FORMAT_VERSION),),
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                raise
+            self._check_version(conn)
+
+    def _check_version(self, conn: sqlite3.Connection) -> None:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone()
+        try:
+            version = int(row[0]) if row else None
+        except (TypeError, ValueError):
+            version = None
+        if version is None:
+            raise StoreCorruptError(
+                f"run store {self._location} has no valid format_version in its meta table"
+            )
+        if version > FORMAT_VERSION:
+            raise StoreFormatError(
+                f"run store {self._location} was written in store format {version}; this "
+                f"program reads format {FORMAT_VERSION} (upgrade jianmu-bt)",
+                found=version,
+                supported=FORMAT_VERSION,
+            )
+
+    def _translate(self, exc: sqlite3.Error) -> StoreError:
+        """The StoreError for an sqlite3 error."""
+        text = str(exc)
+        low = text.lower()
+        if "locked" in low or "busy" in low:
+            return StoreLockedError(
+                f"run store {self._location} is locked by another connection (waited "
+                f"{self._busy_timeout:g} s): {text}"
+            )
+        if "not a database" in low or "malformed" in low:
+            return StoreCorruptError(f"run store {self._location} is not a usable database: {text}")
+        if "no such table" in low:
+            return StoreCorruptError(f"run store {self._location} is missing a table: {text}")
+        return StoreError(f"run store {self._location}: {text}")
+
+    @contextmanager
+    def _transaction(self, write: bool) -> Iterator[Cursor]:
+        """Hold the lock; for writes run the block in `BEGIN IMMEDIATE` … `COMMIT`."""
+        with self._lock:
+            conn = self._conn
+            if conn is None:
+                raise StoreError(f"run store {self._location} is closed")
+            try:
+                if not write:
+                    yield self._cursor
+                    return
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._cursor
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        with contextlib.suppress(sqlite3.Error):
+                            conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                raise self._translate(exc) from exc
+
+    def close(self) -> None:
+        """Close the connection (the WAL is folded into the file when the last one closes)."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None

@@ -1,0 +1,101 @@
+"""kill -9 at every step of a run of side-effecting steps, then resume until done: every step
+happens exactly once (counted in a ledger file the tools write)."""
+
+from __future__ import annotations
+
+import random
+import signal
+
+import pytest
+from durable_helpers import (
+    PIPELINE,
+    PIPELINE_STEPS,
+    cli_env,
+    jianmu,
+    ledger_names,
+    show,
+    start,
+    wait_for,
+)
+
+from jianmu_bt.store import RunNotFoundError, SQLiteStore, StoreError
+
+STEP_DELAY = 0.03
+
+
+def _position(db) -> int:
+    """The run's last journal position (0 before the run is recorded)."""
+    try:
+        with SQLiteStore(db, create=False) as store:
+            return len(store.journal_log("R"))
+    except (RunNotFoundError, StoreError):
+        return 0
+
+
+def _reference_positions(tmp_path) -> int:
+    """How many journal rows a run of the pipeline writes when nothing goes wrong."""
+    ledger, db = tmp_path / "reference.ledger", tmp_path / "reference.db"
+    env = cli_env(ledger)
+    result = jianmu("run", PIPELINE, "--store", db, "--run-id", "R", env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert ledger_names(ledger) == dict.fromkeys(PIPELINE_STEPS, 1)
+    with SQLiteStore(db, create=False) as store:
+        return len(store.journal_log("R"))
+
+
+REFERENCE_ROWS = 20  # the pipeline writes 19 journal rows; one more kills after the last
+
+
+def _decide(document, ledger) -> list[str]:
+    """A reviewer's decisions: a call in doubt whose step is in the ledger already happened
+    (skip it); one that is not did not (run it again)."""
+    written = ledger_names(ledger)
+    flags = []
+    for call in document["calls"]:
+        if call["status"] == "in_doubt":
+            happened = written[call["arguments"]["name"]] > 0
+            flags += ["--deny" if happened else "--approve", call["call_id"]]
+    return flags
+
+
+def test_the_reference_run_writes_each_step_once_and_fits_the_kill_points(tmp_path):
+    assert _reference_positions(tmp_path) < REFERENCE_ROWS
+
+
+@pytest.mark.parametrize("kill_after", range(REFERENCE_ROWS))
+def test_kill_9_after_any_journal_row_then_resume_runs_each_step_exactly_once(tmp_path, kill_after):
+    rng = random.Random(kill_after)
+    ledger, db = tmp_path / "ledger", tmp_path / "runs.db"
+    env = cli_env(ledger, STEP_DELAY)
+    first = start("run", PIPELINE, "--store", db, "--run-id", "R", env=env, cwd=tmp_path)
+    # Kill once the run is recorded and has written `kill_after` journal rows, at a random
+    # moment inside the step that follows.
+    wait_for(lambda: _position(db) >= max(kill_after, 1) or first.poll() is not None)
+    if first.poll() is None:
+        import time
+
+        time.sleep(rng.uniform(0, STEP_DELAY))
+        first.send_signal(signal.SIGKILL)
+    first.wait(timeout=30)
+
+    kills = 0
+    for _ in range(12):
+        document = show(db, "R", env, tmp_path)
+        if document["status"] in ("succeeded", "failed"):
+            break
+        flags = _decide(document, ledger)
+        process = start("resume", "R", "--store", db, *flags, env=env, cwd=tmp_path)
+        if kills < 2 and rng.random() < 0.4:  # sometimes the resumed process dies too
+            import time
+
+            time.sleep(rng.uniform(0.4, 0.9))
+            if process.poll() is None:
+                process.send_signal(signal.SIGKILL)
+                kills += 1
+        process.wait(timeout=60)
+        assert process.returncode in (0, 3, -signal.SIGKILL), process.stderr.read()
+    document = show(db, "R", env, tmp_path)
+    assert document["status"] == "succeeded", document
+    counts = ledger_names(ledger)
+    assert all(counts[name] == 1 for name in PIPELINE_STEPS), counts
+    assert set(counts) == set(PIPELINE_STEPS)
