@@ -1,8 +1,8 @@
 """`python -m benchmarks [--quick] [--only NAMES] [--out DIR]`: every benchmark, one table.
 
 Run from the repository root (`pip install -e ".[bench]"` installs the anchors). Areas, in the
-order of the table: toolset, batch, ticks, loader, calculator, mcp, fanout, idle, memory,
-runners, scaling.
+order of the table: toolset, batch, ticks, loader, calculator, mcp, fanout, idle, durability,
+memory, runners, scaling.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import sys
 
 from benchmarks import (
     bench_calculator,
+    bench_durability,
     bench_loader,
     bench_mcp,
     bench_memory,
@@ -30,6 +31,7 @@ AREAS = {
     **bench_mcp.AREAS,
     "fanout": bench_runtime.fanout,
     "idle": bench_runtime.idle,
+    **bench_durability.AREAS,
     **bench_memory.AREAS,
     **bench_runners.AREAS,
     **bench_scaling.AREAS,

@@ -81,8 +81,10 @@ def _list(store: Any, as_json: bool) -> None:
 def run_document(store: Any, run_id: str) -> dict[str, Any]:
     """A run as `jianmu runs show --json` prints it."""
     run = store.get_run(run_id)
-    latest = store.latest_checkpoint(run_id)
-    data = latest.data if latest is not None else {}
+    history = store.history(run_id)
+    # The latest checkpoint that holds the state (those written after a call ended leave it out).
+    data = next((c.data for c in reversed(history) if "state" in c.data), {})
+    progress = history[-1].data.get("progress") if history else None
     journal = store.journal(run_id)
     calls = [
         {
@@ -108,8 +110,8 @@ def run_document(store: Any, run_id: str) -> dict[str, Any]:
         "state": data.get("state") or {},
         "calls": calls,
         "llm_turns": sum(1 for entry in journal if entry.kind == "llm"),
-        "checkpoints": len(store.history(run_id)),
-        "progress": data.get("progress") or {},
+        "checkpoints": len(history),
+        "progress": progress or {},
     }
 
 

@@ -73,7 +73,7 @@ class DurableRun:
             inputs=inputs,
         )
         self.store.create_run(
-            record, tree.runner.checkpoint(), owner=self.owner, lease_seconds=LEASE_SECONDS
+            record, self.checkpoint(), owner=self.owner, lease_seconds=LEASE_SECONDS
         )
         self._attach(())
 
@@ -101,9 +101,11 @@ class DurableRun:
             first = self.store.history(self.run_id)[0]
             latest = self.store.latest_checkpoint(self.run_id)
             self.tree.state.restore(first.data.get("state") or {})
-            guard_data = latest.data.get("guard") if latest is not None else None
-            if guard_data and self.tree.guard is not None:
-                self.tree.guard.restore(guard_data)
+            saved = latest.data.get("guards") if latest is not None else None
+            guards = self.tree.guards
+            if isinstance(saved, list) and len(saved) == len(guards):
+                for guard, snapshot in zip(guards, saved, strict=True):
+                    guard.restore(snapshot)
             self.store.append(self.run_id, self.owner, status="running", reason="")
             self._attach(self.store.journal(self.run_id))
         except BaseException:
@@ -147,7 +149,11 @@ class DurableRun:
         context = self.tree.runner.context
         context.run_id = self.run_id
         context.journal = self.journal
-        self.journal.checkpoint_source = self.tree.runner.checkpoint
+        self.journal.checkpoint_source = self.checkpoint
+
+    def checkpoint(self, full: bool = True) -> dict[str, Any]:
+        """The runner's checkpoint with every guard of the tree (agents may have their own)."""
+        return self.tree.runner.checkpoint(self.tree.guards, full)
 
     # -- ending ----------------------------------------------------------------------------
 
@@ -164,7 +170,7 @@ class DurableRun:
             self.store.append(
                 self.run_id,
                 self.owner,
-                checkpoint=self.tree.runner.checkpoint(),
+                checkpoint=self.checkpoint(),
                 status=status,
                 reason=result.reason,
             )

@@ -315,6 +315,11 @@ class Tree:
         """The file's guard (a GuardEnforcer from `guard:` or `load_tree(guard=...)`), or None."""
         return self.runner.context.services.get("guard")
 
+    @property
+    def guards(self) -> list[Any]:
+        """Every guard of the tree: the file's, then those of agents that have their own."""
+        return list(self._guards)
+
     def _guard_for(self, call_id: str) -> Any:
         for guard in self._guards:
             if guard.approvals.get(call_id) is not None:

@@ -81,12 +81,19 @@ async def run_journaled_batch(
         runnable = await executor._preflight(guard, live, results, on_hold=held)
         refused = [call for call in live if call.id in results]
         if refused:
-            journal.write(*(record(call, "denied", results[call.id]) for call in refused))
+            rows = (record(call, "denied", results[call.id]) for call in refused)
+            journal.write(*rows, full=False)
     if not runnable:
         return
     if journal.pausing:
         await journal.wait_for_halt()
-    journal.write(*(record(call, "running") for call in runnable))
+    rows = []
+    for call in runnable:
+        current = journal.recorded(keys[call.id])
+        if current is not None and current.status == "held":  # approved here, in this process
+            rows.append(record(call, "approved"))
+        rows.append(record(call, "running"))
+    journal.write(*rows)
     executor.idempotency_keys = {c.id: journal.idempotency_key(keys[c.id]) for c in runnable}
     unfinished = {call.id for call in runnable}
     journal.started(len(unfinished))
@@ -94,7 +101,7 @@ async def run_journaled_batch(
     def finished(call: ToolCall, result: ToolResult) -> None:
         unfinished.discard(call.id)
         journal.ended()
-        journal.write(record(call, "done" if result.ok else "failed", result))
+        journal.write(record(call, "done" if result.ok else "failed", result), full=False)
 
     try:
         await executor._execute(runnable, results, after=finished)

@@ -96,7 +96,7 @@ class AgentLLMNode(AsyncNode):
         else:
             response = await provider.complete(messages, tools, self.options)
         if journal is not None and record is None:
-            journal.write(_turn_entry(key, self.node_key, len(messages), response))
+            journal.write(_turn_entry(key, self.node_key, len(messages), response), full=False)
         self.last_response = response
         self.emit(
             "llm.response",

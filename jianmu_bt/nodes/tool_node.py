@@ -143,15 +143,19 @@ class ToolNode(AsyncNode):
 
             refusal = await self._ask_guard(guard, call, on_hold=held)
             if refusal is not None:
-                journal.write(write("denied", refusal))
+                journal.write(write("denied", refusal), full=False)
                 return refusal
         if journal.pausing:
             await journal.wait_for_halt()
-        journal.write(write("running"))
+        current = journal.recorded(key)
+        if current is not None and current.status == "held":  # approved here, in this process
+            journal.write(write("approved"), write("running"))
+        else:
+            journal.write(write("running"))
         journal.started()
         try:
             result = await self._call(call, guard, journal.idempotency_key(key))
-            journal.write(write("done" if result.ok else "failed", result))
+            journal.write(write("done" if result.ok else "failed", result), full=False)
         finally:
             journal.ended()
         return result

@@ -103,7 +103,9 @@ class RunJournal:
         self.pause_reason: str | None = None
         #: Set when replay found that the run cannot go on as recorded (the tree changed).
         self.fault: str | None = None
-        self.checkpoint_source: Callable[[], dict[str, Any]] = dict
+        #: Makes a checkpoint document: `checkpoint_source(full)`; a light one (full=False)
+        #: leaves the state out.
+        self.checkpoint_source: Callable[[bool], dict[str, Any]] | None = None
         self.on_pause: Callable[[], None] = _noop
         self._renewed = time.monotonic()
 
@@ -123,14 +125,16 @@ class RunJournal:
         """The idempotency key of a step: the same in every process of the run."""
         return f"{self.run_id}/{key}"
 
-    def write(self, *entries: JournalEntry, checkpoint: bool = True) -> None:
-        """Append entries (and a checkpoint) in one transaction of the store."""
-        self.store.append(
-            self.run_id,
-            self.owner,
-            entries,
-            checkpoint=self.checkpoint_source() if checkpoint else None,
-        )
+    def write(self, *entries: JournalEntry, full: bool = True) -> None:
+        """Append entries and a checkpoint in one transaction of the store.
+
+        A full checkpoint (before a side effect, at a pause) holds the state; a light one (after
+        a call ended or an LLM turn: nothing has acted on the state's new values yet) holds the
+        guards' counters and the progress only, which keeps each call's second write small.
+        """
+        source = self.checkpoint_source
+        checkpoint = source(full) if source is not None else None
+        self.store.append(self.run_id, self.owner, entries, checkpoint=checkpoint)
         for entry in entries:
             self._recorded[entry.key] = entry
         self._renew_if_due()
@@ -193,3 +197,4 @@ class RunJournal:
 
 def _noop() -> None:
     return None
+

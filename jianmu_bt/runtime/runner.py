@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -232,7 +232,8 @@ class TreeRunner:
         journal = self.context.journal
         if journal is not None:
             journal.on_pause = self.wake
-            journal.checkpoint_source = self.checkpoint
+            if journal.checkpoint_source is None:
+                journal.checkpoint_source = functools.partial(self.checkpoint, None)
         started = time.monotonic()
         # A run inside the loop that step-by-step ticks use must give that loop back afterwards.
         outer_loop, outer_attachment = self._loop_handle, self.context.attachment
@@ -368,14 +369,19 @@ class TreeRunner:
             nodes[key] = entry
         return {"tick": self.tick_count, "nodes": nodes}
 
-    def checkpoint(self) -> dict[str, Any]:
-        """The run as a checkpoint document: state, guard (counters and approvals), progress."""
-        guard = self.context.services.get("guard")
-        return {
-            "state": self.state.snapshot(),
-            "guard": guard.snapshot() if guard is not None else None,
+    def checkpoint(self, guards: Iterable[Any] | None = None, full: bool = True) -> dict[str, Any]:
+        """The run as a checkpoint document: state (unless `full` is False), guards (counters
+        and approvals; default the run's `services["guard"]`) and progress."""
+        if guards is None:
+            guard = self.context.services.get("guard")
+            guards = () if guard is None else (guard,)
+        data: dict[str, Any] = {
+            "guards": [guard.snapshot() for guard in guards],
             "progress": self.progress(),
         }
+        if full:
+            data["state"] = self.state.snapshot()
+        return data
 
     def _failure_reason(self, statuses: Mapping[str, Status]) -> str:
         for node in reversed(self.nodes):

@@ -171,3 +171,18 @@ def test_the_journal_binds_a_decision_to_the_arguments(tmp_path):
     rows = [e for e in store.journal_log("R") if e.key == held.key]
     assert [e.status for e in rows] == ["held", "approved", "running", "done"]
     assert {e.digest for e in rows} == {held.digest}
+
+
+def test_an_approval_given_in_this_process_is_recorded_before_the_call_runs(tmp_path):
+    store = SQLiteStore(tmp_path / "runs.db")
+    with _tree() as tree:
+
+        def approve(event):
+            if event.type == "guard.decision" and event.data.get("decision") == "pending":
+                tree.approve(event.data["call_id"], note="ok")
+
+        tree.events.subscribe(approve)
+        assert tree.run(store=store, run_id="R").ok
+    (key,) = {e.key for e in store.journal_log("R") if e.tool == "deploy"}
+    rows = [e.status for e in store.journal_log("R") if e.key == key]
+    assert rows == ["held", "approved", "running", "done"]
