@@ -9,7 +9,9 @@ For each call a node looks up its record first:
 - `approved`: give the guard the reviewer's approval (bound to the arguments), then as above;
 - `running` (the process stopped during the call): run it again when the tool has no effect
   tags or is idempotent, else record `in_doubt`;
-- `in_doubt`: wait for a decision (the run pauses).
+- `in_doubt`: wait for a decision (the run pauses);
+- `cancelled` (the tree cancelled it: a Timeout, a parent that moved on): wait until the tree
+  cancels it again, so the replay takes the path the run took.
 
 A record whose tool or arguments differ from the call the node makes now means the tree, its
 tools or its inputs changed since the run began: JournalMismatchError.
@@ -21,7 +23,7 @@ import hashlib
 from typing import Any
 
 from jianmu_bt.guard import Decision, GuardVerdict
-from jianmu_bt.runtime.journal import FINISHED_CALL, RunJournal
+from jianmu_bt.runtime.journal import CANCELLED, FINISHED_CALL, RunJournal
 from jianmu_bt.store import JournalEntry, digest_arguments
 from jianmu_bt.tools import Tool, ToolCall, ToolResult
 
@@ -91,6 +93,11 @@ def check_matches(journal: RunJournal, record: JournalEntry, call: ToolCall) -> 
 def may_run_again(tool: Tool | None) -> bool:
     """A call in flight at a crash may run again: no effect tags, or an idempotent tool."""
     return tool is None or not tool.effect_tags or bool(getattr(tool, "idempotent", False))
+
+
+def was_cancelled(record: JournalEntry | None) -> bool:
+    """True when the tree cancelled the step: replay waits to be cancelled the same way."""
+    return record is not None and record.status == CANCELLED
 
 
 def is_finished(record: JournalEntry | None) -> bool:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from jianmu_bt.nodes import journaled
 from jianmu_bt.runtime.journal import RunJournal
 from jianmu_bt.tools import ToolCall, ToolResult
@@ -38,6 +40,7 @@ async def run_journaled_batch(
     live: list[ToolCall] = []
     approved: list[ToolCall] = []
     doubtful: list[ToolCall] = []
+    cancelled: list[ToolCall] = []
     for call in calls:
         found = journal.recorded(keys[call.id])
         if found is None:
@@ -46,6 +49,8 @@ async def run_journaled_batch(
         journaled.check_matches(journal, found, call)
         if journaled.is_finished(found):
             results[call.id] = journaled.recorded_result(found)
+        elif journaled.was_cancelled(found):
+            cancelled.append(call)
         elif found.status == "running" and journaled.may_run_again(tools[call.id]):
             live.append(call)
         elif found.status in ("running", "in_doubt"):
@@ -56,6 +61,8 @@ async def run_journaled_batch(
                 approved.append(call)
     if doubtful:
         await _hold_in_doubt(executor, journal, doubtful, record)
+    if cancelled:  # the tree cancelled this batch before: it waits to be cancelled again
+        await journal.wait_for_halt()
 
     guard = executor._guard()
     runnable = live
@@ -105,8 +112,13 @@ async def run_journaled_batch(
 
     try:
         await executor._execute(runnable, results, after=finished)
+    except anyio.get_cancelled_exc_class():
+        journal.ended(len(unfinished))
+        rows = [record(call, "cancelled") for call in runnable if call.id in unfinished]
+        if rows:
+            journal.cancelled(*rows)
+        raise
     finally:
-        journal.ended(len(unfinished))  # abandoned by a halt: their records stay `running`
         executor.idempotency_keys = {}
 
 
@@ -116,9 +128,12 @@ async def _hold_in_doubt(
     """Record the calls `in_doubt` and wait (the run pauses) for a reviewer's decision."""
     rows = []
     for call in calls:
-        rows.append(record(call, "in_doubt"))
+        found = journal.recorded(record(call, "in_doubt").key)
+        if found is not None and found.status == "running":  # first found in doubt now
+            rows.append(record(call, "in_doubt"))
         executor.emit("tool.call.in_doubt", tool=call.name, call_id=call.id)
-    journal.write(*rows)
+    if rows:
+        journal.write(*rows)
     executor.feedback_message = f"{len(calls)} call(s) in doubt: waiting for a decision"
     journal.request_pause("; ".join(journaled.in_doubt_reason(call) for call in calls))
     await journal.wait_for_halt()

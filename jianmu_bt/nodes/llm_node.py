@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import anyio
+
 from jianmu_bt.llm import LLMOptions, LLMProvider, LLMResponse, StreamCompleted, TextDelta
 from jianmu_bt.runtime.async_node import AsyncNode
 from jianmu_bt.runtime.templates import render
@@ -85,16 +87,29 @@ class AgentLLMNode(AsyncNode):
         journal = self.context.journal if self.context else None
         key = journal.next_key(self.node_key) if journal is not None else ""
         record = journal.recorded(key) if journal is not None else None
+        if record is not None and record.status == "cancelled":
+            await journal.wait_for_halt()  # the tree cancelled this turn: it will again
+        if record is not None and record.status == "failed":
+            raise RecordedTurnError(str((record.result or {}).get("error") or "the turn failed"))
         if record is not None and record.status == "done":
             # A turn the run already took: its reply comes from the journal (no second request).
             response = LLMResponse.model_validate(record.result)
             replayed = getattr(provider, "replayed", None)
             if callable(replayed):
                 replayed(response)
-        elif self.stream:
-            response = await self._streamed(provider, messages, tools)
         else:
-            response = await provider.complete(messages, tools, self.options)
+            try:
+                response = await self._ask(provider, messages, tools)
+            except anyio.get_cancelled_exc_class():
+                if journal is not None:
+                    journal.cancelled(_turn_entry(key, self.node_key, len(messages), None))
+                raise
+            except Exception as exc:
+                if journal is not None:  # a replay fails this turn the same way
+                    error = f"{type(exc).__name__}: {exc}"
+                    failed = _turn_entry(key, self.node_key, len(messages), None, error)
+                    journal.write(failed, full=False)
+                raise
         if journal is not None and record is None:
             journal.write(_turn_entry(key, self.node_key, len(messages), response), full=False)
         self.last_response = response
@@ -107,6 +122,13 @@ class AgentLLMNode(AsyncNode):
         )
         self.state.update(self._updates(response))
         return True
+
+    async def _ask(
+        self, provider: LLMProvider, messages: list[dict[str, Any]], tools: Any
+    ) -> LLMResponse:
+        if self.stream:
+            return await self._streamed(provider, messages, tools)
+        return await provider.complete(messages, tools, self.options)
 
     async def _streamed(
         self, provider: LLMProvider, messages: list[dict[str, Any]], tools: Any
@@ -139,8 +161,21 @@ class AgentLLMNode(AsyncNode):
         return updates
 
 
-def _turn_entry(key: str, node: str, messages: int, response: LLMResponse) -> JournalEntry:
-    """The journal record of one finished LLM turn (its reply, for replay)."""
+class RecordedTurnError(RuntimeError):
+    """An LLM turn that failed when the run first took it, failing the same way on replay."""
+
+
+def _turn_entry(
+    key: str, node: str, messages: int, response: LLMResponse | None, error: str | None = None
+) -> JournalEntry:
+    """The journal record of one LLM turn: its reply (for replay), its error, or cancelled by
+    the tree (neither)."""
+    if response is not None:
+        status, result = "done", response.model_dump(mode="json")
+    elif error is not None:
+        status, result = "failed", {"error": error}
+    else:
+        status, result = "cancelled", None
     return JournalEntry(
         key=key,
         call_id=key,
@@ -149,6 +184,6 @@ def _turn_entry(key: str, node: str, messages: int, response: LLMResponse) -> Jo
         tool="llm",
         arguments={"messages": messages},
         digest=digest_arguments("llm", messages),
-        status="done",
-        result=response.model_dump(mode="json"),
+        status=status,
+        result=result,
     )

@@ -13,6 +13,8 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import anyio
+
 from jianmu_bt.nodes import journaled
 from jianmu_bt.nodes.calling import RetryPolicy, run_tool_call
 from jianmu_bt.nodes.guarding import verdicts_when_decided
@@ -121,6 +123,8 @@ class ToolNode(AsyncNode):
             journaled.check_matches(journal, record, call)
             if journaled.is_finished(record):
                 return journaled.recorded_result(record)
+            if journaled.was_cancelled(record):
+                await journal.wait_for_halt()
             if record.status == "running" and not journaled.may_run_again(self.tool):
                 journal.write(write("in_doubt"))
                 record = journal.recorded(key)
@@ -155,9 +159,12 @@ class ToolNode(AsyncNode):
         journal.started()
         try:
             result = await self._call(call, guard, journal.idempotency_key(key))
-            journal.write(write("done" if result.ok else "failed", result), full=False)
-        finally:
+        except anyio.get_cancelled_exc_class():
             journal.ended()
+            journal.cancelled(write("cancelled"))
+            raise
+        journal.ended()
+        journal.write(write("done" if result.ok else "failed", result), full=False)
         return result
 
     def _finish(self, result: ToolResult) -> bool:

@@ -15,6 +15,7 @@ has no side effects or its tool is idempotent, and is otherwise `in_doubt`: held
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import time
@@ -24,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+logger = logging.getLogger(__name__)
+
 if TYPE_CHECKING:
     from jianmu_bt.store import JournalEntry, RunStore
 
@@ -31,6 +34,9 @@ if TYPE_CHECKING:
 FINISHED_CALL = frozenset({"done", "failed", "denied", "skipped"})
 #: Call statuses waiting for a reviewer's decision.
 WAITING_CALL = frozenset({"held", "in_doubt"})
+#: A step the tree itself cancelled (a Timeout decorator, a parent that moved on): on replay it
+#: waits until the tree cancels it again, so the run takes the same path.
+CANCELLED = "cancelled"
 
 
 class JournalMismatchError(RuntimeError):
@@ -101,6 +107,9 @@ class RunJournal:
         self._entries: dict[str, int] = {}
         self._running = 0
         self.pause_reason: str | None = None
+        #: Set by the runner while it ends the run: cancelled steps then stay `running` (the
+        #: run was cut off, not the step), so a resume sees them as in flight.
+        self.closing = False
         #: Set when replay found that the run cannot go on as recorded (the tree changed).
         self.fault: str | None = None
         #: Makes a checkpoint document: `checkpoint_source(full)`; a light one (full=False)
@@ -190,6 +199,18 @@ class RunJournal:
         """A pause was asked for and no recorded call is running any more."""
         return self.pause_reason is not None and self._running <= 0
 
+    def cancelled(self, *entries: JournalEntry) -> None:
+        """Record that the tree cancelled steps (unless the whole run is being cut off).
+
+        Called while a cancellation propagates: a store error is logged, never raised over it.
+        """
+        if self.closing or not entries:
+            return
+        try:
+            self.write(*entries, full=False)
+        except Exception:
+            logger.exception("recording cancelled steps of run %s failed", self.run_id)
+
     async def wait_for_halt(self) -> None:
         """Where a step that may not start waits while the run pauses: until the halt."""
         await anyio.sleep_forever()
@@ -197,4 +218,3 @@ class RunJournal:
 
 def _noop() -> None:
     return None
-

@@ -231,6 +231,7 @@ class TreeRunner:
         self._paused = False
         journal = self.context.journal
         if journal is not None:
+            journal.closing = False
             journal.on_pause = self.wake
             if journal.checkpoint_source is None:
                 journal.checkpoint_source = functools.partial(self.checkpoint, None)
@@ -256,6 +257,8 @@ class TreeRunner:
                             status = Status.FAILURE
                 finally:
                     final = self.node_statuses()
+                    if journal is not None:
+                        journal.closing = True
                     self.halt()  # cancels every task the nodes started
                     lease.cancel()
         finally:

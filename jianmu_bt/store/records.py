@@ -40,6 +40,7 @@ CALL_STATUSES: tuple[str, ...] = (
     "denied",
     "skipped",
     "in_doubt",
+    "cancelled",
 )
 """Every status a journalled call can have (each change is a new journal row)."""
 

@@ -186,3 +186,45 @@ def test_an_approval_given_in_this_process_is_recorded_before_the_call_runs(tmp_
     (key,) = {e.key for e in store.journal_log("R") if e.tool == "deploy"}
     rows = [e.status for e in store.journal_log("R") if e.key == key]
     assert rows == ["held", "approved", "running", "done"]
+
+
+@tool(effect_tags=["ledger"])
+async def slow(name: str) -> str:
+    """An effectful call that takes long (the tree's Timeout cancels it)."""
+    import anyio
+
+    CALLS.append(f"slow {name}")
+    await anyio.sleep(30)
+    return "too late"
+
+
+TIMEOUT_TREE = """
+version: 1
+name: timeouts
+guard: {approve: [deploy]}
+root:
+  sequence:
+    name: Main
+    children:
+      - selector:
+          name: Either
+          children:
+            - timeout: {duration: 0.2, child: {tool: {name: Slow, tool: slow, arguments: {name: s}}}}
+            - tool: {name: Fallback, tool: act, arguments: {name: fallback}}
+      - tool: {name: Deploy, tool: deploy, arguments: {target: prod}}
+"""
+
+
+def test_a_step_the_tree_cancelled_is_cancelled_again_on_replay_not_held_in_doubt(tmp_path):
+    store = SQLiteStore(tmp_path / "runs.db")
+    with load_tree(TIMEOUT_TREE, tools=[slow, act, deploy]) as tree:
+        paused = tree.run(store=store, run_id="R", hold="pause")
+    assert paused.paused and CALLS == ["slow s", "act fallback"]
+    statuses = {e.tool: e.status for e in store.journal("R")}
+    assert statuses == {"slow": "cancelled", "act": "done", "deploy": "held"}
+    (held,) = [e for e in store.journal("R") if e.status == "held"]
+    with load_tree(TIMEOUT_TREE, tools=[slow, act, deploy]) as again:
+        done = again.resume("R", store=store, approve=[held.call_id])
+    assert done.ok, done.reason
+    # The slow step did not run again (the Timeout cancelled its replay as it did the run).
+    assert CALLS == ["slow s", "act fallback", "deploy prod"]
