@@ -209,7 +209,9 @@ root:
       - selector:
           name: Either
           children:
-            - timeout: {duration: 0.2, child: {tool: {name: Slow, tool: slow, arguments: {name: s}}}}
+            - timeout:
+                duration: 0.2
+                child: {tool: {name: Slow, tool: slow, arguments: {name: s}}}
             - tool: {name: Fallback, tool: act, arguments: {name: fallback}}
       - tool: {name: Deploy, tool: deploy, arguments: {target: prod}}
 """
