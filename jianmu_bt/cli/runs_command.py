@@ -78,6 +78,12 @@ def _list(store: Any, as_json: bool) -> None:
         print(f"{row['run_id']}  {row['status']:<9} {row['tree']:<24} started {row['started']}")
 
 
+#: The journal's transient statuses as the call statuses users see: an approved call that has
+#: not started yet still waits (`held`); a call the tree cancelled (a Timeout, a parent that
+#: moved on) ended without a result (`failed`). `journal_status` keeps the journal's word.
+CALL_STATUS_SHOWN = {"approved": "held", "cancelled": "failed"}
+
+
 def run_document(store: Any, run_id: str) -> dict[str, Any]:
     """A run as `jianmu runs show --json` prints it."""
     run = store.get_run(run_id)
@@ -92,7 +98,8 @@ def run_document(store: Any, run_id: str) -> dict[str, Any]:
             "key": entry.key,
             "tool": entry.tool,
             "arguments": entry.arguments,
-            "status": entry.status,
+            "status": CALL_STATUS_SHOWN.get(entry.status, entry.status),
+            "journal_status": entry.status,
             "result": entry.result,
         }
         for entry in journal

@@ -68,7 +68,7 @@ class DurableRun:
             status="running",
             started=now,
             updated=now,
-            tree_path=str(tree.path or ""),
+            tree_path=str(tree.path.resolve()) if tree.path else "",
             tree_digest=tree.digest,
             inputs=inputs,
         )

@@ -19,6 +19,7 @@ from jianmu_bt.tools.registry import (
     ToolUnavailableError,
     UnknownToolError,
 )
+from jianmu_bt.tools.call_context import idempotency_key
 from jianmu_bt.tools.signature import ArgumentError, Injected
 from jianmu_bt.tools.toolset import ToolSet
 
@@ -37,6 +38,7 @@ __all__ = [
     "ToolSet",
     "ToolUnavailableError",
     "UnknownToolError",
+    "idempotency_key",
     "merge_call_args",
     "new_call_id",
     "normalize_output_schema",

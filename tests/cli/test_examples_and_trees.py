@@ -27,6 +27,7 @@ def test_every_example_is_tested_here():
         "subscribe_to_events.py",
         "inputs_and_state.py",
         "tree_in_python.py",
+        "durable_run.py",  # run by tests/durable/test_durability_docs.py
     }
     assert {p.name for p in EXAMPLES.glob("*.py")} <= tested
 
