@@ -10,6 +10,7 @@ puts the state back to the run's initial state and replays the run against its j
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -22,6 +23,7 @@ from jianmu_bt.store import (
     LeaseError,
     RunRecord,
     RunStore,
+    StoreError,
     open_store,
 )
 
@@ -163,8 +165,10 @@ class DurableRun:
         self.tree.runner.context.journal = None
         try:
             if journal is not None and journal.fault:
-                # Replay could not go on as recorded: the run stays as it was, resumable.
-                self.store.append(self.run_id, self.owner, status=self.previous_status)
+                # Replay could not go on as recorded, or the lease was lost: the run stays as
+                # it was, resumable (a lost lease may refuse even this write).
+                with contextlib.suppress(StoreError):
+                    self.store.append(self.run_id, self.owner, status=self.previous_status)
                 raise DurableRunError(journal.fault)
             status = result.run_status
             self.store.append(

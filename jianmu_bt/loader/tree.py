@@ -201,6 +201,25 @@ class Tree:
         durable = self._resume(run_id, store, approve, deny, hold)
         return self._end(durable, lambda: self.runner.run(None, timeout=timeout))
 
+    async def aresume(
+        self,
+        run_id: str,
+        *,
+        store: RunStore | str | Path,
+        approve: Iterable[str] = (),
+        deny: Iterable[str] = (),
+        hold: str = "wait",
+        timeout: float | None = None,
+    ) -> RunResult:
+        """`resume` in this event loop."""
+        durable = self._resume(run_id, store, approve, deny, hold)
+        try:
+            result = await self.runner.arun(None, timeout=timeout)
+        except BaseException:
+            durable.abandon()
+            raise
+        return durable.finish(result)
+
     def fork(
         self,
         run_id: str,

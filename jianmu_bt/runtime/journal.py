@@ -155,10 +155,19 @@ class RunJournal:
             self._renewed = now
 
     async def keep_lease(self) -> None:
-        """Renew the lease while the run lives (started by the runner; cancelled at its end)."""
+        """Renew the lease while the run lives (started by the runner; cancelled at its end).
+
+        A lease that cannot be renewed (another process took the run over, the store is gone)
+        stops the run without recording an outcome: `fault` says why.
+        """
         while True:
             await anyio.sleep(self.lease_seconds / 3)
-            self.store.renew_lease(self.run_id, self.owner, self.lease_seconds)
+            try:
+                self.store.renew_lease(self.run_id, self.owner, self.lease_seconds)
+            except Exception as exc:
+                self.fault = self.fault or f"run {self.run_id} lost its lease: {exc}"
+                self.request_pause(self.fault)
+                return
             self._renewed = time.monotonic()
 
     # -- calls in flight and pausing -------------------------------------------------------

@@ -24,6 +24,7 @@ from py_trees.common import Status
 from jianmu_bt.runtime.async_node import ContextNode
 from jianmu_bt.runtime.context import LoopHandle, RunContext
 from jianmu_bt.runtime.events import EventBus
+from jianmu_bt.runtime.progress import node_keys, tree_progress
 from jianmu_bt.runtime.state import StateManager
 from jianmu_bt.runtime.task_groups import create_task_group, start_soon
 
@@ -359,18 +360,8 @@ class TreeRunner:
         return {str(node.id): node.status for node in self.nodes}
 
     def progress(self) -> dict[str, Any]:
-        """Where the tree stands: each node's status (by key) when not INVALID, and the
-        counters of loops (`iterations`) — the readable part of a checkpoint."""
-        nodes: dict[str, Any] = {}
-        for node, key in zip(self.nodes, self.node_keys, strict=True):
-            if node.status is Status.INVALID:
-                continue
-            entry: dict[str, Any] = {"status": node.status.value}
-            iterations = getattr(node, "iterations", None)
-            if isinstance(iterations, int):
-                entry["iterations"] = iterations
-            nodes[key] = entry
-        return {"tick": self.tick_count, "nodes": nodes}
+        """Where the tree stands (see `tree_progress`): the readable part of a checkpoint."""
+        return tree_progress(self.nodes, self.node_keys, self.tick_count)
 
     def checkpoint(self, guards: Iterable[Any] | None = None, full: bool = True) -> dict[str, Any]:
         """The run as a checkpoint document: state (unless `full` is False), guards (counters
@@ -396,17 +387,3 @@ class TreeRunner:
 async def _within(scope: anyio.CancelScope, work: Any) -> None:
     with scope:
         await work()
-
-
-def node_keys(root: py_trees.behaviour.Behaviour) -> list[str]:
-    """A stable key per node, in `root.iterate()` order: the loader's node id when it has one,
-    else the path of child indices from the root ("0", "0/2", ...)."""
-    keys: dict[int, str] = {}
-    pending = [(root, "0")]
-    while pending:  # pre-order: a parent's key is known before its children's
-        node, path = pending.pop()
-        info = getattr(node, "jianmu", None)
-        own = getattr(info, "id", None)
-        keys[id(node)] = own if isinstance(own, str) else path
-        pending.extend((child, f"{path}/{i}") for i, child in enumerate(node.children))
-    return [keys[id(node)] for node in root.iterate()]
