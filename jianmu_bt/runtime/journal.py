@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from jianmu_bt.store import LeaseLostError
+
 logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
@@ -143,7 +145,12 @@ class RunJournal:
         """
         source = self.checkpoint_source
         checkpoint = source(full) if source is not None else None
-        self.store.append(self.run_id, self.owner, entries, checkpoint=checkpoint)
+        try:
+            self.store.append(self.run_id, self.owner, entries, checkpoint=checkpoint)
+        except LeaseLostError as exc:  # another process drives the run now: stop, record nothing
+            self.fault = self.fault or f"run {self.run_id} lost its lease: {exc}"
+            self.request_pause(self.fault)
+            raise
         for entry in entries:
             self._recorded[entry.key] = entry
         self._renew_if_due()

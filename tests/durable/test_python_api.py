@@ -230,3 +230,31 @@ def test_a_step_the_tree_cancelled_is_cancelled_again_on_replay_not_held_in_doub
     assert done.ok, done.reason
     # The slow step did not run again (the Timeout cancelled its replay as it did the run).
     assert CALLS == ["slow s", "act fallback", "deploy prod"]
+
+
+def test_a_run_whose_lease_is_taken_over_stops_without_recording_an_outcome(tmp_path):
+    store = SQLiteStore(tmp_path / "runs.db")
+
+    @tool
+    def take_over() -> str:
+        """Another process takes the run's lease while this step runs."""
+        run = store.get_run("R")
+        store.acquire_lease("R", "host:1:other", 60, steal_from=run.lease_owner)
+        return "taken"
+
+    tree_text = """
+version: 1
+name: lease
+root:
+  sequence:
+    name: Main
+    children:
+      - tool: {name: Take, tool: take_over}
+      - tool: {name: After, tool: act, arguments: {name: after}}
+"""
+    with load_tree(tree_text, tools=[take_over, act]) as tree:
+        with pytest.raises(DurableRunError, match="lost its lease"):
+            tree.run(store=store, run_id="R")
+    assert "act after" not in CALLS
+    run = store.get_run("R")
+    assert run.status == "running" and run.lease_owner == "host:1:other"
