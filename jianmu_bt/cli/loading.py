@@ -21,6 +21,8 @@ def existing_file(path: str | Path, what: str = "tree file") -> Path:
         raise CLIError(f"{candidate}: no such {what}")
     if candidate.is_dir():
         raise CLIError(f"{candidate}: is a directory, not a {what}")
+    if not candidate.is_file():  # a FIFO or a device: opening it could block or never end
+        raise CLIError(f"{candidate}: not a regular file, so not a {what}")
     try:
         with candidate.open("rb"):
             pass

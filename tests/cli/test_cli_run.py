@@ -162,3 +162,13 @@ def test_a_missing_input_is_named(tmp_path):
     )
     assert_clean_failure(jianmu("run", tree), "needs input(s): n (integer)", "--set n=")
     assert jianmu("run", tree, "--set", "n=2").returncode == 0
+
+
+@pytest.mark.parametrize("command", ["run", "dot"])
+def test_a_fifo_or_device_given_as_the_tree_is_refused_without_blocking(tmp_path, command):
+    fifo = tmp_path / "tree.yaml"
+    os.mkfifo(fifo)
+    for target in (fifo, "/dev/zero"):
+        result = jianmu(command, target, timeout=60)  # a hang would hit the timeout
+        assert result.returncode == 1
+        assert "not a regular file" in result.stderr and "Traceback" not in result.stderr
