@@ -1,7 +1,8 @@
 """The guard: policies that decide whether a tool call may run, and the enforcer combining them.
 
 Decisions are ALLOW, DENY, CONFIRM (ask the user first) and PENDING (hold until a reviewer
-approves); the strictest verdict of all policies wins. See docs/guard.md.
+approves); the strictest verdict of all policies wins. A LayeredGuard puts an agent's own guard
+under the tree's, which stays a floor. See docs/guard.md.
 """
 
 from jianmu_bt.guard.approvals import (
@@ -19,6 +20,7 @@ from jianmu_bt.guard.context import HISTORY_LIMIT, GuardContext
 from jianmu_bt.guard.decision import Decision, GuardVerdict
 from jianmu_bt.guard.enforcer import GuardEnforcer
 from jianmu_bt.guard.errors import GuardConfigError, GuardSnapshotError
+from jianmu_bt.guard.layered import LayeredGuard
 from jianmu_bt.guard.limits import EffectBudget, Rate, RateLimit
 from jianmu_bt.guard.lists import AllowList, ApprovalRequired, ConfirmList, DenyList
 from jianmu_bt.guard.policy import BasePolicy, Policy, canonical_tool_name
@@ -46,6 +48,7 @@ __all__ = [
     "GuardEnforcer",
     "GuardSnapshotError",
     "GuardVerdict",
+    "LayeredGuard",
     "Policy",
     "Rate",
     "RateLimit",

@@ -96,9 +96,16 @@ class GuardEnforcer:
         A call whose id is recorded for another tool or other arguments is DENY (the store is
         not changed): approvals are bound to the call, not only to its id.
         """
+        return self.decide(call, tool, self.policy_verdicts(call, tool, ctx))
+
+    def policy_verdicts(
+        self, call: ToolCall, tool: Tool | None = None, ctx: GuardContext | None = None
+    ) -> list[GuardVerdict]:
+        """What each policy says about `call` against `ctx` (default `self.context`), in policy
+        order, before reviewers' decisions apply; policies with no opinion are left out and a
+        policy that fails counts as DENY. Changes nothing."""
         ctx = self.context if ctx is None else ctx
-        verdicts = [v for p in self.policies if (v := self._ask(p, call, tool, ctx)) is not None]
-        return self._decide(call, tool, verdicts)
+        return [v for p in self.policies if (v := self._ask(p, call, tool, ctx)) is not None]
 
     def preflight(
         self,
@@ -214,9 +221,14 @@ class GuardEnforcer:
             )
         return verdict
 
-    def _decide(
-        self, call: ToolCall, tool: Tool | None, verdicts: list[GuardVerdict]
+    def decide(
+        self, call: ToolCall, tool: Tool | None, verdicts: Iterable[GuardVerdict]
     ) -> GuardVerdict:
+        """The verdict for `call` from policy `verdicts` (this enforcer's, or those of several
+        guards, as `LayeredGuard` does) and the reviewers' word in this enforcer's `approvals`:
+        the strictest verdict wins (the first on a tie), a rejection is DENY, an approval or a
+        grant bound to this exact call lifts PENDING/CONFIRM, and a held call is recorded."""
+        verdicts = list(verdicts)
         record = self.approvals.get(call.id) if call.id else None
         reused = record is not None and not record.binds(call.name, call.arguments)
         if reused:

@@ -236,8 +236,9 @@ class Expander:
                 path = unit.base_dir / path
             target, reason = self.loader.load_file(path)
             if target is None:
-                if reason is not None:
-                    self.diagnostics.append(record.diagnostic(reason, "include-missing", ("file",)))
+                if reason is not None:  # missing, or not a regular file of a sane size
+                    code = "include-missing" if reason.code == "file-missing" else "include-error"
+                    self.diagnostics.append(record.diagnostic(reason, code, ("file",)))
                 return None  # the file's own errors are in the loader's diagnostics
         if config.tree is not None:
             wrapper = target.model.trees.get(config.tree)

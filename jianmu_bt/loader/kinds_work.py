@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from py_trees.behaviour import Behaviour
 
-from jianmu_bt.guard import GuardConfigError, GuardEnforcer
+from jianmu_bt.guard import GuardConfigError, GuardEnforcer, LayeredGuard
 from jianmu_bt.llm import LLMConfigurationError, provider_from_config
 from jianmu_bt.loader.model import (
     AgentConfig,
@@ -200,6 +200,17 @@ def _agent_io(config: AgentConfig) -> NodeIO:
     return io
 
 
+def _run_guard(node: Behaviour) -> Callable[[], Any]:
+    """The run's guard (`services["guard"]`: the file's or `load_tree(guard=)`) as `node`
+    sees it, looked up on each use (the run's services are known only once it starts)."""
+
+    def lookup() -> Any:
+        context = getattr(node, "context", None)
+        return context.services.get("guard") if context is not None else None
+
+    return lookup
+
+
 def _agent(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
     config: AgentConfig = record.config  # type: ignore[assignment]
     keys = record.keys
@@ -232,9 +243,12 @@ def _agent(record: NodeRecord, children: Children, ctx: BuildContext) -> Behavio
         max_retries=config.max_retries,
         call_timeout=config.call_timeout,
         stream=config.stream,
-        guard=guard,
     )
     parts = [n for n in subtree.iterate() if isinstance(n, (AgentLLMNode, ToolExecutor))]
+    if guard is not None:  # the agent's guard adds to the run's, never replaces it
+        for part in parts:
+            if isinstance(part, ToolExecutor):
+                part.guard = LayeredGuard(_run_guard(part), guard)
 
     def rebind(tools: Any) -> None:
         for part in parts:
