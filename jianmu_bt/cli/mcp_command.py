@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 from typing import Any
 
 from jianmu_bt.cli.errors import CLIError
@@ -15,6 +16,9 @@ examples:
   jianmu mcp serve --tools calculator,read_file
   jianmu mcp serve --tools my_package.tools:search --transport http --port 8000
   jianmu mcp serve --tree trees/quickstart.yaml      # a YAML file's tools, under its guard
+
+With --tree, the file's tools (its mcp: servers' tools too) are served under its whole guard:
+budgets and rate limits count served calls; calls needing approval are refused.
 
 A tool spec is a built-in name or alias, or module:attr of a Tool, a Tool class, a function, a
 ToolSet or a list of them. Over stdio, stdout carries the protocol and messages go to stderr.
@@ -40,47 +44,58 @@ def add_parser(commands: Any) -> None:
     serve.add_argument(
         "--tree",
         metavar="FILE",
-        help="serve the tools of this YAML tree file, with its guard applied (instead of --tools)",
+        help="serve the tools of this YAML tree file under its guard (instead of --tools)",
     )
 
 
 def handle(args: argparse.Namespace) -> int:
-    """Serve until the client disconnects (stdio) or the process is interrupted (HTTP)."""
+    """Serve until the client disconnects (stdio), or until SIGTERM/SIGINT (then clean up)."""
     import anyio
 
     from jianmu_bt.mcp import MCPUnavailableError
-    from jianmu_bt.mcp.cli import ToolSpecError, serve_from_args
+    from jianmu_bt.mcp.cli import ToolSpecError, exit_status, serve_from_args, until_signalled
     from jianmu_bt.tools.registry import ToolUnavailableError
 
-    toolset = guard = None
-    if args.tree:
-        tree = load_tree_file(args.tree)  # a broken file is reported with its locations
-        toolset, guard = tree.toolset, guard_hook(tree.guard)
     try:
-        anyio.run(serve_from_args, args, toolset, guard)
+        if args.tree:
+            tree = load_tree_file(args.tree)  # a broken file is reported with its locations
+            try:
+                # On SIGTERM/SIGINT the tree's providers are closed first, whatever serving
+                # is blocked on.
+                stop = tree.runner.session.close
+                signum = anyio.run(
+                    functools.partial(until_signalled, on_stop=stop), serve_tree, args, tree
+                )
+            finally:
+                tree.close()
+        else:
+            signum = anyio.run(until_signalled, serve_from_args, args)
     except (ToolSpecError, ToolUnavailableError, MCPUnavailableError) as exc:
         raise CLIError(str(exc)) from None
     except OSError as exc:
         raise CLIError(f"cannot serve: {exc}") from None
-    return 0
+    return exit_status(signum)
 
 
-def guard_hook(enforcer: Any) -> Any:
-    """The MCP server's guard callable for a tree's GuardEnforcer (None when it has none).
+async def serve_tree(args: argparse.Namespace, tree: Any) -> None:
+    """Serve exactly the tree's tools under its whole guard.
 
-    A served call cannot wait for a reviewer, so a call the guard would hold (PENDING) or wants
-    confirmed is refused with the guard's explanation, like a denied one.
+    The tree's tool providers (its `mcp:` servers, ...) are started first, in this event loop,
+    and closed when serving ends; their tools are served with the others. Every served call is
+    checked by the tree's guard and counted by it (budgets and rate limits); a call the guard
+    would hold for a reviewer or the user's confirmation is refused, saying so.
     """
-    if enforcer is None:
-        return None
+    from jianmu_bt.mcp.cli import serve_from_args
+    from jianmu_bt.mcp.guarded import EnforcerGuard
 
-    def check(call: Any, tool: Any) -> str | None:
-        verdict = enforcer.check(call.with_id(), tool)
-        if verdict.allowed:
-            return None
-        reason = f"policy {verdict.policy}: {verdict.reason}"
-        if verdict.decision.value in ("pending", "confirm"):
-            reason += " (it needs a person's approval, which a served call cannot wait for)"
-        return reason
-
-    return check
+    session = tree.runner.session  # the tree's providers (no public hook for this yet)
+    try:
+        if session.needed:
+            try:
+                await session.open()
+            except Exception as exc:  # ProviderStartError: which provider, and why
+                raise CLIError(f"{args.tree}: cannot start the tree's tools: {exc}") from None
+        guard = EnforcerGuard(tree.guard) if tree.guard is not None else None
+        await serve_from_args(args, tree.toolset, guard)
+    finally:
+        await session.close()

@@ -7,6 +7,7 @@ raises MCPUnavailableError with the install command when it is missing.
 - `MCPClient`: one server over stdio (`command`) or streamable HTTP (`url`), with timeouts.
 - `MCPToolProvider` / `MCPTool`: a server's tools as Tools; `merge_providers_tools` refuses clashes.
 - `build_mcp_server` / `serve`: a ToolSet as an MCP server; `python -m jianmu_bt.mcp serve`.
+- `EnforcerGuard`: a tree's GuardEnforcer over served calls (checked and counted).
 """
 
 from jianmu_bt.mcp.annotations import (
@@ -26,6 +27,7 @@ from jianmu_bt.mcp.errors import (
     MCPUnavailableError,
     ToolNameClashError,
 )
+from jianmu_bt.mcp.guarded import EnforcerGuard, ServedCallGuard
 from jianmu_bt.mcp.provider import MCPTool, MCPToolProvider, local_tool_name, merge_providers_tools
 from jianmu_bt.mcp.results import call_result_to_tool_result
 from jianmu_bt.mcp.server import Guard, build_mcp_server, serve
@@ -33,6 +35,7 @@ from jianmu_bt.mcp.server import Guard, build_mcp_server, serve
 __all__ = [
     "DESTRUCTIVE_TAG",
     "OPEN_WORLD_TAG",
+    "EnforcerGuard",
     "Guard",
     "MCPClient",
     "MCPClientError",
@@ -42,6 +45,7 @@ __all__ = [
     "MCPTool",
     "MCPToolProvider",
     "MCPUnavailableError",
+    "ServedCallGuard",
     "ToolNameClashError",
     "add_serve_arguments",
     "annotation_hints",

@@ -14,9 +14,12 @@ offer the same options.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
+import signal
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 import anyio
@@ -27,7 +30,7 @@ from jianmu_bt.mcp.server import (
     DEFAULT_NAME,
     DEFAULT_PATH,
     DEFAULT_PORT,
-    Guard,
+    AnyGuard,
     announce,
 )
 from jianmu_bt.mcp.server import serve as serve_toolset
@@ -128,7 +131,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def serve_from_args(
-    args: argparse.Namespace, toolset: ToolSet | None = None, guard: Guard | None = None
+    args: argparse.Namespace, toolset: ToolSet | None = None, guard: AnyGuard | None = None
 ) -> None:
     """Serve what the parsed `serve` options describe, or `toolset` when one is given (for
     example the tools of a YAML tree; `--tools` is then ignored), refusing what `guard` refuses.
@@ -155,6 +158,72 @@ async def serve_from_args(
     )
 
 
+#: Signals that stop a server gracefully (its clean-up, such as closing providers, runs).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+#: Seconds a stopped server has to wind down before the process leaves without waiting.
+STOP_WAIT = 2.0
+
+
+async def until_signalled(
+    serving: Callable[..., Awaitable[None]],
+    *args: Any,
+    on_stop: Callable[[], Awaitable[None]] | None = None,
+) -> int | None:
+    """Run `serving(*args)` until it returns, or until SIGTERM/SIGINT stops it.
+
+    On a signal, `on_stop()` runs first (shielded: for example closing the MCP servers the
+    served tools started, with their process groups), then `serving` is cancelled so its
+    `finally` blocks run. The SDK's stdio server reads stdin in a worker thread that cannot be
+    cancelled, so when serving has not ended `STOP_WAIT` seconds later the process exits at once
+    (status 128 + the signal), its clean-up done. Returns the signal number that stopped it, or
+    None. Needs the main thread (Python delivers signals there only).
+    """
+    stopped: list[int] = []
+    try:
+        async with anyio.create_task_group() as tg:
+            serving_scope = anyio.CancelScope()
+
+            async def watch() -> None:
+                with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+                    async for signum in signals:
+                        stopped.append(int(signum))
+                        if on_stop is not None:
+                            with anyio.CancelScope(shield=True):
+                                await on_stop()
+                        serving_scope.cancel()
+                        await anyio.sleep(STOP_WAIT)
+                        _leave(128 + int(signum))
+
+            tg.start_soon(watch)
+            with serving_scope:
+                await serving(*args)
+            tg.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        raise _single(group) from None
+    return stopped[0] if stopped else None
+
+
+def _leave(status: int) -> None:
+    """Exit now, without waiting for worker threads blocked on stdin."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(status)
+
+
+def exit_status(signum: int | None) -> int:
+    """0 for a server that ended by itself, 128 + the signal number for one that was stopped."""
+    return 0 if signum is None else 128 + signum
+
+
+def _single(group: BaseExceptionGroup) -> BaseException:
+    """The one exception inside (nested) one-member groups, else the group itself."""
+    exc: BaseException = group
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
 def build_parser() -> argparse.ArgumentParser:
     """`python -m jianmu_bt.mcp` with its one subcommand, `serve`."""
     parser = argparse.ArgumentParser(
@@ -169,7 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (2 for bad options or tools, 1 for other failures)."""
     args = build_parser().parse_args(argv)
     try:
-        anyio.run(serve_from_args, args)
+        signum = anyio.run(until_signalled, serve_from_args, args)
     except (ToolSpecError, ToolUnavailableError, MCPUnavailableError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -178,4 +247,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-    return 0
+    return exit_status(signum)

@@ -8,7 +8,9 @@ results). This class adds what a behaviour tree needs around it:
   from different tasks (tree nodes) without breaking anyio's rule that a cancel scope is left in
   the task that entered it;
 - it notices when a stdio server's process ends, and the next call reconnects once;
-- a stdio server's stderr is captured so that errors can quote its last lines.
+- a stdio server runs in a process group of its own, ended as a whole on close (see
+  `jianmu_bt.mcp.stdio`), and only the last `stderr_limit` bytes of its stderr are kept, for
+  error messages to quote.
 
 The background task needs asyncio (anyio's default backend).
 """
@@ -17,14 +19,15 @@ from __future__ import annotations
 
 import functools
 import os
-import tempfile
+import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import IO, TYPE_CHECKING, Any
 
 import anyio
 
-from jianmu_bt.mcp.config import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, MCPServerConfig
+from jianmu_bt.mcp import config as defaults
+from jianmu_bt.mcp.config import MCPServerConfig
 from jianmu_bt.mcp.connection import Connection
 from jianmu_bt.mcp.errors import (
     MCPClientError,
@@ -32,6 +35,8 @@ from jianmu_bt.mcp.errors import (
     MCPTimeoutError,
     require_mcp,
 )
+from jianmu_bt.mcp.process_group import supported as process_groups_supported
+from jianmu_bt.mcp.stdio import StderrTail, stdio_transport
 
 if TYPE_CHECKING:
     from mcp_types import CallToolResult, Implementation
@@ -65,8 +70,11 @@ class MCPClient:
     Give either `command` (with `args`, `env`, `cwd`) to spawn a server that speaks MCP over
     stdio, or `url` (with `headers`) for a streamable HTTP endpoint. `timeout` bounds every request;
     `connect_timeout` bounds starting the server and the handshake. A stdio server's environment is
-    the SDK's minimal safe one (PATH, HOME, ...) plus `env`. A stdio server's stderr goes to
-    `errlog` when given, else to a temporary file that errors quote from.
+    the SDK's minimal safe one (PATH, HOME, ...) plus `env`. It runs in a process group of its
+    own; closing the client ends the whole group (stdin closed, `stop_grace` seconds, SIGTERM,
+    `stop_grace` seconds, SIGKILL), children and grandchildren included. The last
+    `stderr_limit` bytes of its stderr are kept in memory for error messages (and also copied
+    to `errlog` when one is given).
 
     When the server goes away, the call in flight fails with MCPConnectionError and the next call
     reconnects once; if that fails too, it raises MCPConnectionError saying so. `close` ends the
@@ -84,10 +92,12 @@ class MCPClient:
         url: str | None = None,
         headers: Mapping[str, str] | None = None,
         name: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        timeout: float = defaults.DEFAULT_TIMEOUT,
+        connect_timeout: float = defaults.DEFAULT_CONNECT_TIMEOUT,
         mode: str = "auto",
         errlog: IO[Any] | None = None,
+        stderr_limit: int = defaults.DEFAULT_STDERR_LIMIT,
+        stop_grace: float = defaults.DEFAULT_STOP_GRACE,
     ) -> None:
         config = MCPServerConfig(
             name=name,
@@ -99,6 +109,8 @@ class MCPClient:
             headers=dict(headers) if headers is not None else None,
             timeout=timeout,
             connect_timeout=connect_timeout,
+            stderr_limit=stderr_limit,
+            stop_grace=stop_grace,
         )
         self.config = config
         #: How the protocol version is negotiated: "auto" (the SDK default) or "legacy".
@@ -106,7 +118,7 @@ class MCPClient:
         #: Reconnections made after the server went away.
         self.reconnects = 0
         self._user_errlog = errlog
-        self._errlog: IO[bytes] | None = None
+        self._stderr = StderrTail(config.stderr_limit)
         self._conn: Connection | None = None
         self._server_info: Implementation | None = None
         self._lock: anyio.Lock | None = None
@@ -132,6 +144,8 @@ class MCPClient:
             name=c.name,
             timeout=c.timeout,
             connect_timeout=c.connect_timeout,
+            stderr_limit=c.stderr_limit,
+            stop_grace=c.stop_grace,
             mode=mode,
             errlog=errlog,
         )
@@ -159,14 +173,13 @@ class MCPClient:
         return self._server_info
 
     def stderr_tail(self, limit: int = STDERR_TAIL_CHARS) -> str:
-        """The last `limit` characters a stdio server wrote to stderr (when captured)."""
-        if self._errlog is None or self._errlog.closed:
-            return ""
-        fd = self._errlog.fileno()
-        size = os.fstat(fd).st_size
-        # pread leaves the file offset alone: the server process shares it and appends there.
-        data = os.pread(fd, limit * 4, max(0, size - limit * 4))
-        return data.decode("utf-8", errors="replace")[-limit:].strip()
+        """The last `limit` characters a stdio server wrote to stderr (from the bounded tail)."""
+        return self._stderr.text(limit).strip()
+
+    @property
+    def stderr_bytes_seen(self) -> int:
+        """How many bytes of stderr the server wrote since the tail was last cleared."""
+        return self._stderr.total
 
     def stderr_note(self) -> str:
         """The stderr tail as `; server stderr: ...` when there is one, else an empty string."""
@@ -186,12 +199,7 @@ class MCPClient:
         conn, self._conn = self._conn, None
         if conn is not None:
             await conn.shutdown()
-        self._close_errlog()
-
-    def _close_errlog(self) -> None:
-        if self._errlog is not None:
-            self._errlog.close()
-            self._errlog = None
+        self._stderr.clear()
 
     async def __aenter__(self) -> MCPClient:
         await self.connect()
@@ -314,7 +322,7 @@ class MCPClient:
             try:
                 await fresh.open(self.config.connect_timeout)
             except MCPClientError as exc:
-                self._close_errlog()  # its tail is in the message; the next attempt starts afresh
+                self._stderr.clear()  # its tail is in the message; the next attempt starts afresh
                 if reconnecting:
                     raise MCPConnectionError(
                         f"MCP server '{self.name}' went away and could not be restarted: {exc}"
@@ -326,15 +334,23 @@ class MCPClient:
             return fresh
 
     def make_transport(self) -> Any:
-        """The SDK transport (an async context manager yielding the stream pair) for the config."""
+        """The transport (an async context manager yielding the stream pair) for the config."""
         config = self.config
         if config.command is not None:
+            if process_groups_supported():
+                return stdio_transport(
+                    config,
+                    self._stderr,
+                    errlog=self._user_errlog,
+                    exit_grace=config.stop_grace,
+                    term_grace=config.stop_grace,
+                )
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
             params = StdioServerParameters(
                 command=config.command, args=list(config.args), env=config.env, cwd=config.cwd
             )
-            return stdio_client(params, errlog=self._server_errlog())
+            return stdio_client(params, errlog=self._user_errlog or sys.stderr)
         return self._http_transport()
 
     @asynccontextmanager
@@ -351,14 +367,6 @@ class MCPClient:
             streamable_http_client(str(config.url), http_client=http) as streams,
         ):
             yield streams
-
-    def _server_errlog(self) -> IO[Any]:
-        if self._user_errlog is not None:
-            return self._user_errlog
-        if self._errlog is None or self._errlog.closed:
-            # Kept open across reconnects (closed by `close`), so no context manager.
-            self._errlog = tempfile.TemporaryFile(prefix="jianmu-mcp-stderr-")  # noqa: SIM115
-        return self._errlog
 
     def connect_error(self, exc: BaseException) -> MCPClientError:
         """A clear MCPClientError for a failure while connecting."""

@@ -17,6 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_CONNECT_TIMEOUT = 30.0
+#: Bytes of a stdio server's stderr kept (the latest ones) for error messages.
+DEFAULT_STDERR_LIMIT = 64 * 1024
+#: Seconds a stdio server gets to exit after its stdin closes, and again after SIGTERM.
+DEFAULT_STOP_GRACE = 2.0
 
 
 class MCPServerConfig(BaseModel):
@@ -32,6 +36,8 @@ class MCPServerConfig(BaseModel):
     | `include`         | only these server tools (by their name on the server)                 |
     | `timeout`         | seconds one request (list, call) may take                             |
     | `connect_timeout` | seconds starting the server and the handshake may take                |
+    | `stderr_limit`    | bytes of a stdio server's stderr kept in memory (the latest ones)     |
+    | `stop_grace`      | seconds a stdio server gets to exit on close, and again after SIGTERM |
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -47,6 +53,8 @@ class MCPServerConfig(BaseModel):
     include: list[str] | None = None
     timeout: float = Field(default=DEFAULT_TIMEOUT, gt=0)
     connect_timeout: float = Field(default=DEFAULT_CONNECT_TIMEOUT, gt=0)
+    stderr_limit: int = Field(default=DEFAULT_STDERR_LIMIT, ge=1024, le=64 * 1024 * 1024)
+    stop_grace: float = Field(default=DEFAULT_STOP_GRACE, ge=0, le=60)
 
     @model_validator(mode="after")
     def _one_transport(self) -> MCPServerConfig:

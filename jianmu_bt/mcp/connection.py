@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
     from jianmu_bt.mcp.client import MCPClient
 
-#: Longest wait for a connection to wind down (stdio: close stdin, 2 s grace, SIGTERM, SIGKILL).
+#: Longest wait for a connection to wind down (stdio: close stdin, a grace period, SIGTERM to the
+#: server's process group, another grace period, SIGKILL); beyond it the task is cancelled.
 CLOSE_TIMEOUT = 10.0
 
 
@@ -95,6 +96,7 @@ class Connection:
         self._ready = anyio.Event()
         self._stop = anyio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._scope: anyio.CancelScope | None = None
 
     @property
     def usable(self) -> bool:
@@ -130,6 +132,12 @@ class Connection:
             raise self.owner.connect_error(self.error)
 
     async def _run(self) -> None:
+        # Stopped through this scope, not `task.cancel()`: anyio's shielded clean-up (ending a
+        # stdio server's process group) holds against a scope's cancellation, not a native one.
+        with anyio.CancelScope() as self._scope:
+            await self._serve()
+
+    async def _serve(self) -> None:
         try:
             from mcp import Client
             from mcp_types import Implementation
@@ -160,11 +168,18 @@ class Connection:
         if task is None or task.done():
             return
         if self.session is None:
-            task.cancel()  # still connecting: nothing to wind down gracefully
-        with anyio.CancelScope(shield=True):
-            done, _ = await asyncio.wait({task}, timeout=CLOSE_TIMEOUT)
-            if not done:
+            # Still connecting: nothing to wind down gracefully. A task that has not started
+            # yet has spawned nothing, so a native cancel is safe there.
+            if self._scope is not None:
+                self._scope.cancel()
+            else:
                 task.cancel()
+        # Two grace periods (stdin closed, then SIGTERM) plus a margin for the SIGKILL step.
+        limit = max(CLOSE_TIMEOUT, 2 * self.owner.config.stop_grace + 5)
+        with anyio.CancelScope(shield=True):
+            done, _ = await asyncio.wait({task}, timeout=limit)
+            if not done:
+                task.cancel()  # the transport's last resort still SIGKILLs the group
                 await asyncio.wait({task}, timeout=CLOSE_TIMEOUT)
 
 

@@ -1,10 +1,12 @@
 """Serve a ToolSet as an MCP server (the official SDK's low-level `Server`), over stdio or HTTP.
 
 Each tool is listed with its function-calling schema (`tool.to_schema()["parameters"]`), its
-description, and annotations derived from `parallel_safe` and `effect_tags` (see
+description, and annotations derived from `parallel_safe`, `effect_tags` and `idempotent` (see
 `jianmu_bt.mcp.annotations`). A call goes through an optional guard, then `ToolSet.call`; a
 refused call or a failed ToolResult is an MCP result with `isError` set, never a crash. An unknown
-tool name is a JSON-RPC "invalid params" error, as the MCP specification asks.
+tool name is a JSON-RPC "invalid params" error, as the MCP specification asks. A guard that is a
+`ServedCallGuard` (for example `EnforcerGuard` over a tree's GuardEnforcer) is also told when each
+call ended, so budgets and rate limits count served calls.
 
 ```python
 server = build_mcp_server(toolset, name="my-tools", guard=my_guard)   # embed it yourself
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from jianmu_bt.mcp.annotations import tool_annotation_hints
 from jianmu_bt.mcp.errors import require_mcp
+from jianmu_bt.mcp.guarded import ServedCallGuard
 from jianmu_bt.mcp.results import error_call_result, tool_result_to_call_result
 from jianmu_bt.tools.base import Tool
 from jianmu_bt.tools.calls import ToolCall
@@ -36,6 +39,8 @@ logger = logging.getLogger(__name__)
 #: A guard sees each call and its tool; it returns a reason to refuse the call, or None to allow
 #: it. It may be sync or async. An exception from the guard refuses the call too.
 Guard = Callable[[ToolCall, Tool], "Awaitable[str | None] | str | None"]
+#: What `guard=` takes: a `Guard` callable, or a `ServedCallGuard` that also counts calls.
+AnyGuard = Guard | ServedCallGuard
 
 Transport = Literal["stdio", "http", "streamable-http"]
 DEFAULT_HOST = "127.0.0.1"
@@ -48,19 +53,29 @@ def describe_tool(tool: Tool) -> Any:
     """The SDK `Tool` listing entry for one of our tools: schema, description, annotations."""
     import mcp_types as types
 
+    from jianmu_bt.mcp.provider import MCPTool
+
     schema = tool.to_schema()
+    if isinstance(tool, MCPTool):
+        # Served again: exactly what its own server claimed (nothing stated stays unstated).
+        sent = tool.annotations
+        annotations = types.ToolAnnotations.model_validate(sent) if sent is not None else None
+    else:
+        annotations = types.ToolAnnotations(**tool_annotation_hints(tool))
     return types.Tool(
         name=tool.name,
         description=schema["description"] or None,
         input_schema=schema["parameters"],
-        annotations=types.ToolAnnotations(**tool_annotation_hints(tool)),
+        annotations=annotations,
     )
 
 
-async def _check_guard(guard: Guard, call: ToolCall, tool: Tool) -> str | None:
+async def _check_guard(guard: AnyGuard, call: ToolCall, tool: Tool) -> str | None:
     """The guard's refusal reason, or None; a guard that raises refuses with its error."""
     try:
-        verdict = guard(call, tool)
+        verdict = (
+            guard.check(call, tool) if isinstance(guard, ServedCallGuard) else guard(call, tool)
+        )
         if inspect.isawaitable(verdict):
             verdict = await verdict
     except Exception as exc:  # a broken guard must not let the call through
@@ -75,14 +90,14 @@ def build_mcp_server(
     name: str = DEFAULT_NAME,
     version: str | None = None,
     instructions: str | None = None,
-    guard: Guard | None = None,
+    guard: AnyGuard | None = None,
     timeout: float | None = None,
 ) -> Server:
     """An SDK low-level `Server` exposing `toolset`; embed it, or run it with `serve_stdio` or
     `serve_http`.
 
-    `guard` may refuse calls (see `Guard`); `timeout` bounds each call in seconds (the tools'
-    own timeouts apply otherwise).
+    `guard` may refuse calls (see `Guard`; a `ServedCallGuard` also counts them); `timeout`
+    bounds each call in seconds (the tools' own timeouts apply otherwise).
     """
     require_mcp()
     import mcp_types as types
@@ -114,7 +129,14 @@ def build_mcp_server(
             reason = await _check_guard(guard, call, tool)
             if reason is not None:
                 return error_call_result(f"the call to '{tool.name}' was refused: {reason}")
-        result = await toolset.call(call, timeout=timeout)
+        if not isinstance(guard, ServedCallGuard):
+            return tool_result_to_call_result(await toolset.call(call, timeout=timeout))
+        try:
+            result = await toolset.call(call, timeout=timeout)
+        except BaseException:
+            guard.record(call, tool, None)  # cancelled: it may have had its effect
+            raise
+        guard.record(call, tool, result.ok)
         return tool_result_to_call_result(result)
 
     return Server(
@@ -184,7 +206,7 @@ async def serve(
     port: int = DEFAULT_PORT,
     path: str = DEFAULT_PATH,
     name: str = DEFAULT_NAME,
-    guard: Guard | None = None,
+    guard: AnyGuard | None = None,
     timeout: float | None = None,
     on_ready: Callable[[str], None] | None = None,
 ) -> None:
@@ -218,6 +240,7 @@ def announce(toolset: ToolSet, stream: Any = None) -> Callable[[str], None]:
 
 
 __all__ = [
+    "AnyGuard",
     "Guard",
     "announce",
     "build_mcp_server",
