@@ -33,6 +33,7 @@ def test_statuses():
         "denied",
         "skipped",
         "in_doubt",
+        "cancelled",
     )
 
 
