@@ -3,13 +3,16 @@
 The expression is parsed with `ast.parse(mode="eval")` and walked node by node. Only numbers,
 `+ - * / // % **`, unary `+ - not`, comparisons, `and`/`or`, parentheses, a fixed table of math
 functions and a few constants are accepted; anything else (names, attributes, subscripts, calls
-of anything but a listed function, lambdas, comprehensions, strings) is refused with the reason.
+of anything but a listed function, lambdas, comprehensions, strings, shifts) is refused with the
+reason.
 
-Limits keep every evaluation quick: the input length, the number of nodes and the nesting depth
-are bounded, and the operations that can make huge integers (`*`, `**`, factorial, comb, perm,
-round) have their result size estimated before they run, so `9**9**9` or `factorial(10**6)` is
-refused at once instead of holding the interpreter (CPython's big-integer arithmetic holds the
-GIL, so a worker thread would not help). The final result is size-checked too.
+Limits keep every evaluation quick (see `jianmu_bt.tools.builtin.arithmetic_limits`): the input
+length, the number of nodes and the nesting depth are bounded; every operation that can make an
+integer much longer than its arguments (`*`, `**`, pow, factorial, comb, perm, lcm, round) has
+its result size estimated before it runs, so `9**9**9` or `comb(10**300, 10**5)` is refused at
+once instead of holding the interpreter (CPython's big-integer arithmetic holds the GIL, so a
+worker thread would not help); every other operation is at most quadratic in its bounded
+arguments; and the whole walk has a deadline. The final result is size-checked too.
 """
 
 from __future__ import annotations
@@ -17,31 +20,38 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from time import monotonic as _monotonic
 from typing import Any
 
-from jianmu_bt.tools.builtin.model_tool import ToolFault
+from jianmu_bt.tools.builtin.arithmetic_limits import (
+    MAX_EXPRESSION_CHARS,
+    SIZED_FUNCTIONS,
+    CalculatorError,
+    CalculatorLimits,
+    Number,
+    power,
+    product_bits,
+    sized_call,
+    too_large,
+)
 
-Number = int | float  # bool is an int
+__all__ = [
+    "CONSTANTS",
+    "FUNCTIONS",
+    "FUNCTION_NAMES",
+    "MAX_EXPRESSION_CHARS",
+    "Calculator",
+    "CalculatorError",
+    "CalculatorLimits",
+    "Number",
+]
 
-#: Longest expression accepted, in characters.
-MAX_EXPRESSION_CHARS = 1000
-
-
-class CalculatorError(ToolFault):
-    """An expression the calculator refuses or cannot evaluate; the message says why."""
-
-
-@dataclass(frozen=True, slots=True)
-class CalculatorLimits:
-    """Bounds on one evaluation. The defaults allow integers of about 4,000 digits."""
-
-    max_chars: int = MAX_EXPRESSION_CHARS
-    max_nodes: int = 1000
-    max_depth: int = 200
-    max_int_bits: int = 13_300
-    max_round_digits: int = 1000
+# How many nodes the walk visits between two looks at the clock.
+_CLOCK_EVERY = 32
+# A run of digits in the text (an integer literal, underscores allowed).
+_DIGIT_RUN = re.compile(r"[0-9_]+")
 
 
 #: Names an expression may use, and their values.
@@ -53,7 +63,9 @@ CONSTANTS: dict[str, float] = {
     "nan": math.nan,
 }
 
-#: Functions whose result size cannot grow past their arguments' (or is a float).
+#: Functions whose result is a float or no longer than their arguments, each at most about
+#: quadratic in its (bounded) arguments' sizes: isqrt, gcd and int() are the slowest, well under a
+#: millisecond at the default size limit.
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "abs": abs,
     "min": min,
@@ -90,11 +102,8 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "fabs": math.fabs,
     "fmod": math.fmod,
     "gcd": math.gcd,
-    "lcm": math.lcm,
 }
-# Functions that can build huge integers: their result size is estimated before they run.
-_SIZED_FUNCTIONS = ("factorial", "comb", "perm", "pow", "round")
-FUNCTION_NAMES = tuple(sorted([*FUNCTIONS, *_SIZED_FUNCTIONS]))
+FUNCTION_NAMES = tuple(sorted([*FUNCTIONS, *SIZED_FUNCTIONS]))
 
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
@@ -144,50 +153,37 @@ _ALLOWED_TEXT = (
 )
 
 
-def _log2_abs(value: Number) -> float:
-    """log2(|value|), inf when it cannot be taken."""
-    try:
-        return math.log2(abs(value)) if value else -math.inf
-    except (OverflowError, ValueError):
-        return math.inf
-
-
-def _product_bits(left: Number, right: Number) -> int:
-    """An upper bound on the bits of left * right (0 when either is a float)."""
-    if isinstance(left, int) and isinstance(right, int):
-        return left.bit_length() + right.bit_length()
-    return 0
-
-
-def _lgamma_bits(n: int) -> float:
-    """log2(n!) estimated with lgamma; inf when n is too large for a float."""
-    try:
-        return math.lgamma(n + 1) / math.log(2)
-    except (OverflowError, ValueError):
-        return math.inf
-
-
 class Calculator:
     """Evaluates arithmetic expressions safely; `evaluate` raises CalculatorError on refusal.
 
     One instance may be shared between threads: an evaluation keeps its state on the stack.
     """
 
+    __slots__ = ("limits", "max_digits")
+
     def __init__(self, limits: CalculatorLimits | None = None) -> None:
         self.limits = limits or CalculatorLimits()
+        self.max_digits = self.limits.max_digits
 
     def evaluate(self, expression: str) -> Number:
         """The value of `expression` (an int, float or bool)."""
         if not isinstance(expression, str):
             raise CalculatorError(f"expected an expression as text, got {type(expression)}")
-        if len(expression) > self.limits.max_chars:
+        limits = self.limits
+        if len(expression) > limits.max_chars:
             raise CalculatorError(
-                f"expression is {len(expression)} characters long; "
-                f"the limit is {self.limits.max_chars}"
+                f"expression is {len(expression)} characters long; the limit is {limits.max_chars}"
             )
         text = expression.strip()
         if not text:
             raise CalculatorError("expression is empty")
+        if len(text) > self.max_digits:  # parsing a long literal is quadratic: refuse it first
+            longest = max(map(len, _DIGIT_RUN.findall(text)), default=0)
+            if longest > self.max_digits:
+                raise CalculatorError(
+                    f"a number in the expression has {longest} digits; the limit is "
+                    f"{self.max_digits} (max_int_bits {limits.max_int_bits})"
+                )
         try:
             tree = ast.parse(text, mode="eval")
         except SyntaxError as exc:
@@ -196,10 +192,10 @@ class Calculator:
             ) from None
         except (ValueError, RecursionError, MemoryError) as exc:
             raise CalculatorError(
-                f"expression cannot be parsed ({type(exc).__name__}): it is too deeply nested "
-                "or contains invalid characters"
+                f"expression cannot be parsed ({type(exc).__name__}): it is too deeply nested, "
+                "has a number too long to convert, or contains invalid characters"
             ) from None
-        walk = _Evaluation(self.limits)
+        walk = _Evaluation(limits)
         try:
             return walk.checked(walk.value(tree.body, 1))
         except RecursionError:  # only when called from an already deep stack
@@ -207,12 +203,13 @@ class Calculator:
 
 
 class _Evaluation:
-    """The walk of one expression: counts nodes, bounds depth, sizes big operations first.
+    """The walk of one expression: counts nodes, bounds depth, sizes big operations first,
+    and looks at the clock every few nodes.
 
     The common cases are handled inline: this runs for every node of every expression.
     """
 
-    __slots__ = ("limits", "max_bits", "max_depth", "max_nodes", "nodes")
+    __slots__ = ("check_at", "deadline", "limits", "max_bits", "max_depth", "max_nodes", "nodes")
 
     def __init__(self, limits: CalculatorLimits) -> None:
         self.limits = limits
@@ -220,20 +217,38 @@ class _Evaluation:
         self.max_depth = limits.max_depth
         self.max_nodes = limits.max_nodes
         self.nodes = 0
+        # The fast path compares the node count with `check_at` only; past it, `checkpoint`
+        # looks at the node limit and the clock and sets the next mark.
+        self.check_at = _CLOCK_EVERY if self.max_nodes > _CLOCK_EVERY else self.max_nodes
+        self.deadline = _monotonic() + limits.time_limit
 
     def count(self, depth: int) -> None:
-        """Count one node; refuse past the node or depth limit."""
+        """Count one node; refuse past the node or depth limit or the deadline."""
         self.nodes += 1
+        if self.nodes > self.check_at or depth > self.max_depth:
+            self.checkpoint(depth)
+
+    def checkpoint(self, depth: int) -> None:
+        """The slow half of `count`: raise with the reason, or set the next mark."""
         if self.nodes > self.max_nodes:
             raise CalculatorError(f"expression has more than {self.max_nodes} parts; split it up")
         if depth > self.max_depth:
             raise CalculatorError(f"expression is nested more than {self.max_depth} levels deep")
+        self.check_clock()
+        self.check_at = min(self.nodes + _CLOCK_EVERY, self.max_nodes)
+
+    def check_clock(self) -> None:
+        """Refuse once the evaluation has run past its time limit."""
+        if _monotonic() > self.deadline:
+            raise CalculatorError(
+                f"the evaluation ran past its time limit of {self.limits.time_limit} s; "
+                "simplify the expression"
+            )
 
     def value(self, node: ast.expr, depth: int) -> Number:
         self.nodes += 1
-        if self.nodes > self.max_nodes or depth > self.max_depth:
-            self.nodes -= 1
-            self.count(depth)  # raises with the reason
+        if self.nodes > self.check_at or depth > self.max_depth:
+            self.checkpoint(depth)
         kind = type(node)
         if kind is ast.Constant:
             value = node.value
@@ -296,19 +311,16 @@ class _Evaluation:
         raise CalculatorError(f"unexpected result of type {type(value).__name__}")
 
     def too_large(self) -> CalculatorError:
-        return CalculatorError(
-            f"the result would have more than {self.max_bits} bits (about "
-            f"{int(self.max_bits * math.log10(2))} digits), past the calculator's limit"
-        )
+        return too_large(self.max_bits)
 
     def binary(self, op: ast.operator, left: Number, right: Number) -> Number:
-        """One operator. Only `*` and `**` can make a number much longer than its operands, so
-        only they are checked here, before computing; the final result is checked as well."""
+        """One operator. `+ -` add at most one bit, `/ // %` make nothing longer, `*` and `**`
+        are sized before they run; the final result is checked as well."""
         kind = type(op)
         if kind is ast.Pow:
-            return self.power(left, right)
+            return self.checked(power(left, right, self.max_bits))
         # A product of integers has at most as many bits as its factors together.
-        if kind is ast.Mult and _product_bits(left, right) > self.max_bits + 1:
+        if kind is ast.Mult and product_bits(left, right) > self.max_bits + 1:
             raise self.too_large()
         function = _BINARY.get(kind)
         if function is None:
@@ -317,18 +329,6 @@ class _Evaluation:
             return function(left, right)
         except ZeroDivisionError:
             raise CalculatorError("division by zero") from None
-        except OverflowError:
-            raise CalculatorError("the result is too large for a floating-point number") from None
-
-    def power(self, base: Number, exponent: Number) -> Number:
-        exact = isinstance(base, int) and isinstance(exponent, int) and exponent > 0
-        # base**exponent has about exponent*log2|base| bits: refuse before computing it.
-        if exact and abs(base) > 1 and exponent * _log2_abs(base) > self.max_bits:
-            raise self.too_large()
-        try:
-            return self.checked(base**exponent)
-        except ZeroDivisionError:
-            raise CalculatorError("zero cannot be raised to a negative power") from None
         except OverflowError:
             raise CalculatorError("the result is too large for a floating-point number") from None
 
@@ -356,14 +356,14 @@ class _Evaluation:
         if type(node.func) is not ast.Name:
             raise CalculatorError(f"only named math functions may be called; {_ALLOWED_TEXT}")
         name = node.func.id
-        if name not in FUNCTIONS and name not in _SIZED_FUNCTIONS:
+        if name not in FUNCTIONS and name not in SIZED_FUNCTIONS:
             raise CalculatorError(f"unknown function {name!r}; {_ALLOWED_TEXT}")
         if node.keywords:
             raise CalculatorError(f"{name}() takes positional arguments only")
         args = [self.value(arg, depth + 1) for arg in node.args]
         try:
-            if name in _SIZED_FUNCTIONS:
-                return self.checked(self.sized_call(name, args))
+            if name in SIZED_FUNCTIONS:
+                return self.checked(sized_call(name, args, self.limits))
             return self.checked(FUNCTIONS[name](*args))
         except CalculatorError:
             raise
@@ -373,36 +373,3 @@ class _Evaluation:
             raise CalculatorError(f"{name}(): the result is too large") from None
         except (TypeError, ValueError) as exc:
             raise CalculatorError(f"{name}(): {exc}") from None
-
-    def sized_call(self, name: str, args: list[Number]) -> Number:
-        """factorial, comb, perm, pow and round, with their result size estimated first."""
-        limit = self.limits.max_int_bits
-        if name == "pow":
-            if len(args) != 2:
-                raise CalculatorError("pow() takes exactly two arguments (base, exponent)")
-            return self.power(args[0], args[1])
-        if name == "round":
-            digits = args[1] if len(args) == 2 else 0
-            # round(n, -k) computes 10**k: bound k.
-            if isinstance(digits, int) and abs(digits) > self.limits.max_round_digits:
-                raise CalculatorError(f"round(): at most {self.limits.max_round_digits} digits")
-            return round(*args)
-        if any(not isinstance(a, int) or a < 0 for a in args):
-            raise CalculatorError(f"{name}() takes non-negative integers")
-        if name == "factorial":
-            if len(args) != 1:
-                raise CalculatorError("factorial() takes exactly one argument")
-            if _lgamma_bits(args[0]) > limit:
-                raise self.too_large()
-            return math.factorial(args[0])
-        if len(args) != 2:
-            raise CalculatorError(f"{name}() takes exactly two arguments (n, k)")
-        n, k = args
-        if k > n:
-            return 0
-        bits = _lgamma_bits(n) - _lgamma_bits(n - k)
-        if name == "comb":
-            bits -= _lgamma_bits(k)
-        if math.isnan(bits) or bits > limit:
-            raise self.too_large()
-        return math.comb(n, k) if name == "comb" else math.perm(n, k)

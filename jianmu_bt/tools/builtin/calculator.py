@@ -1,7 +1,8 @@
 """calculator: the `Calculator` (see `jianmu_bt.tools.builtin.arithmetic`) as a tool.
 
 Expressions are evaluated by an allow-listed AST walk with limits on input length, node count,
-nesting depth and integer size, so `9**9**9` is refused at once; nothing is passed to eval or exec.
+nesting depth, integer size (checked before each operation runs) and time, so `9**9**9` or
+`comb(10**300, 10**5)` is refused at once; nothing is passed to eval or exec.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from jianmu_bt.tools.builtin.arithmetic import (
     CalculatorLimits,
     Number,
 )
+from jianmu_bt.tools.builtin.arithmetic_limits import int_to_text
 from jianmu_bt.tools.builtin.model_tool import ModelTool, ToolArguments, reports_faults
 
 __all__ = [
@@ -37,8 +39,12 @@ __all__ = [
 
 
 def format_number(value: Number) -> str:
-    """The text of a result: integers in full, floats as Python prints them (shortest repr)."""
-    return repr(value)
+    """The text of a result: integers in full, floats as Python prints them (shortest repr).
+
+    Integers are converted whatever `sys.set_int_max_str_digits` says (the calculator's own
+    `max_int_bits` already bounds their size, and so the cost of the conversion).
+    """
+    return int_to_text(value) if type(value) is int else repr(value)
 
 
 class CalculatorArgs(ToolArguments):

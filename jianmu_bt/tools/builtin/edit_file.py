@@ -1,7 +1,10 @@
 """str_replace: an exact text edit of a file inside a workspace (unique unless replace_all).
 
 Reads through the file tools' bounded text reader and writes atomically through the workspace,
-so an edit never follows a link out of the workspace or leaves a half-written file.
+so an edit never follows a link out of the workspace (symbolic or hard) or leaves a
+half-written file. The edited size is computed before the text is replaced, so replacing a
+million one-character matches with long text is refused instead of building gigabytes, and only
+the first few matches are located by line.
 """
 
 from __future__ import annotations
@@ -14,6 +17,9 @@ from pydantic import Field
 from jianmu_bt.tools.builtin.files import PathField, read_text_file
 from jianmu_bt.tools.builtin.model_tool import ToolArguments, reports_faults
 from jianmu_bt.tools.builtin.workspace import Workspace, WorkspaceError, WorkspaceTool
+
+# Occurrences located by line in messages.
+_SHOWN_LINES = 10
 
 
 class StrReplaceArgs(ToolArguments):
@@ -44,8 +50,9 @@ class StrReplaceTool(WorkspaceTool):
         self,
         workspace: Workspace | str | os.PathLike[str] | None = None,
         max_edit_bytes: int = 10 * 1024 * 1024,
+        allow_hardlinks: bool = False,
     ) -> None:
-        super().__init__(workspace)
+        super().__init__(workspace, allow_hardlinks)
         self.max_edit_bytes = max_edit_bytes
 
     @reports_faults
@@ -54,7 +61,7 @@ class StrReplaceTool(WorkspaceTool):
         shown = self.workspace.display(resolved)
         if input.old_str == input.new_str:
             raise WorkspaceError("old_str and new_str are identical; there is nothing to change")
-        with self.workspace.open_file(resolved) as handle:
+        with self.workspace.open_file(resolved, self.allow_hardlinks) as handle:
             text = read_text_file(handle, shown, self.max_edit_bytes)
         count = text.count(input.old_str)
         if count == 0:
@@ -63,29 +70,38 @@ class StrReplaceTool(WorkspaceTool):
                 f"old_str was not found in '{shown}' (0 matches){hint}; read the file and copy "
                 "the exact text, whitespace and indentation included"
             )
-        lines = _match_lines(text, input.old_str)
+        lines = _match_lines(text, input.old_str, _SHOWN_LINES)
         if count > 1 and not input.replace_all:
             raise WorkspaceError(
-                f"old_str matches {count} times in '{shown}' (lines {_line_list(lines)}); "
+                f"old_str matches {count} times in '{shown}' (lines {_line_list(lines, count)}); "
                 "include more surrounding text to make it unique, or set replace_all to true"
+            )
+        replaced = count if input.replace_all else 1
+        # The size of the result, known before it is built (old_str never overlaps itself in
+        # str.count/str.replace, so each replaced occurrence changes the size by the same amount).
+        grows = _utf8_len(input.new_str) - _utf8_len(input.old_str)
+        size = _utf8_len(text) + replaced * grows
+        if size > self.max_edit_bytes:
+            raise WorkspaceError(
+                f"the edited '{shown}' would have {size} bytes; the limit is {self.max_edit_bytes}"
             )
         updated = text.replace(input.old_str, input.new_str, -1 if input.replace_all else 1)
         data = updated.encode("utf-8", errors="surrogateescape")
-        if len(data) > self.max_edit_bytes:
-            raise WorkspaceError(
-                f"the edited '{shown}' would have {len(data)} bytes; the limit is "
-                f"{self.max_edit_bytes}"
-            )
         self.workspace.write_atomic(resolved, data, create_dirs=False)
-        replaced = count if input.replace_all else 1
         noun, where = ("occurrence", "line") if replaced == 1 else ("occurrences", "lines")
-        return f"Replaced {replaced} {noun} in '{shown}' ({where} {_line_list(lines)})"
+        return f"Replaced {replaced} {noun} in '{shown}' ({where} {_line_list(lines, replaced)})"
 
 
-def _match_lines(text: str, needle: str) -> list[int]:
-    """1-based line numbers where each non-overlapping occurrence of `needle` starts."""
-    lines, line, last, start = [], 1, 0, text.find(needle)
-    while start != -1:
+def _utf8_len(text: str) -> int:
+    return len(text.encode("utf-8", errors="surrogateescape"))
+
+
+def _match_lines(text: str, needle: str, limit: int) -> list[int]:
+    """1-based line numbers where the first `limit` non-overlapping occurrences of `needle`
+    start (a file with a million matches costs `limit` steps, not a million)."""
+    lines: list[int] = []
+    line, last, start = 1, 0, text.find(needle)
+    while start != -1 and len(lines) < limit:
         line += text.count("\n", last, start)
         lines.append(line)
         last = start
@@ -93,6 +109,6 @@ def _match_lines(text: str, needle: str) -> list[int]:
     return lines
 
 
-def _line_list(lines: list[int], shown: int = 10) -> str:
-    text = ", ".join(str(n) for n in lines[:shown])
-    return text + (f", ... ({len(lines)} in all)" if len(lines) > shown else "")
+def _line_list(lines: list[int], total: int) -> str:
+    text = ", ".join(str(n) for n in lines)
+    return text + (f", ... ({total} in all)" if total > len(lines) else "")

@@ -2,11 +2,15 @@
 
 Every path goes through `Workspace.resolve` (containment on resolved paths) and is then used
 without following links (see `jianmu_bt.tools.builtin.workspace`). Reads are bounded and say so
-when they stop early; binary files are detected and refused; writes are atomic.
+when they stop early: however large the file and whatever the arguments, read_file touches at
+most `max_scan_bytes + max_read_bytes` bytes, counting lines in blocks (not one by one). Binary
+files are detected and refused; files with more than one hard link are refused; writes are
+atomic; list_dir reads at most `max_scan_entries` entries of a directory.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import stat
 from datetime import UTC, datetime
@@ -24,6 +28,30 @@ from jianmu_bt.tools.builtin.workspace import (
 )
 
 PathField = Field(description="File path relative to the workspace root (or absolute inside it)")
+# Bytes read at a time while skipping to start_line: the first block, and the largest.
+_FIRST_BLOCK = 16 * 1024
+_SCAN_BLOCK = 1024 * 1024
+
+
+def line_end(data: bytes, n: int) -> int:
+    """The offset just past the n-th newline of `data` (n >= 1; `data` has at least n).
+
+    Halving with `bytes.count` finds it in about two passes over `data`, in C, however short
+    the lines are.
+    """
+    lo, hi = 0, len(data)
+    while hi - lo > 256:
+        mid = (lo + hi) // 2
+        before = data.count(b"\n", lo, mid)
+        if before >= n:
+            hi = mid
+        else:
+            n -= before
+            lo = mid
+    pos = lo - 1
+    for _ in range(n):
+        pos = data.index(b"\n", pos + 1)
+    return pos + 1
 
 
 def _read_limited(handle: BinaryIO, limit: int, shown: str) -> bytes:
@@ -70,8 +98,9 @@ class ReadFileTool(WorkspaceTool):
         workspace: Workspace | str | os.PathLike[str] | None = None,
         max_read_bytes: int = 100_000,
         max_scan_bytes: int = 64 * 1024 * 1024,
+        allow_hardlinks: bool = False,
     ) -> None:
-        super().__init__(workspace)
+        super().__init__(workspace, allow_hardlinks)
         self.max_read_bytes = max_read_bytes
         self.max_scan_bytes = max_scan_bytes
 
@@ -79,7 +108,7 @@ class ReadFileTool(WorkspaceTool):
     def run(self, input: ReadFileArgs) -> str:
         resolved = self.workspace.resolve(input.path)
         shown = self.workspace.display(resolved)
-        with self.workspace.open_file(resolved) as handle:
+        with self.workspace.open_file(resolved, self.allow_hardlinks) as handle:
             if is_binary(handle.read(BINARY_SAMPLE_BYTES)):
                 size = os.fstat(handle.fileno()).st_size
                 raise WorkspaceError(
@@ -87,61 +116,70 @@ class ReadFileTool(WorkspaceTool):
                     "read_file returns text only"
                 )
             handle.seek(0)
-            self._skip_lines(handle, input.start_line, shown)
+            if input.start_line > 1:
+                self._skip_lines(handle, input.start_line, shown)
             return self._read_lines(handle, input.start_line, input.max_lines)
 
     def _skip_lines(self, handle: BinaryIO, start_line: int, shown: str) -> None:
-        """Move past the lines before `start_line`; an error when the file has fewer lines."""
-        line, scanned, newline_ended = 1, 0, True
-        while line < start_line:
-            chunk = handle.readline(65536)  # bounded: a huge line comes in pieces
-            if not chunk:
+        """Move past the lines before `start_line`, reading at most `max_scan_bytes` bytes in
+        blocks; an error when the file has fewer lines or they lie past the scan limit."""
+        need, scanned, last = start_line - 1, 0, b"\n"
+        size = _FIRST_BLOCK  # small files need no megabyte buffer; big ones get one soon
+        while True:
+            room = self.max_scan_bytes - scanned
+            block = handle.read(min(size, room)) if room > 0 else b""
+            size = min(size * 4, _SCAN_BLOCK)
+            if not block:
                 break
-            scanned += len(chunk)
-            if scanned > self.max_scan_bytes:
-                raise WorkspaceError(
-                    f"start_line {start_line} lies more than {self.max_scan_bytes} bytes into "
-                    f"'{shown}'; that is further than read_file scans"
-                )
-            newline_ended = chunk.endswith(b"\n")
-            line += newline_ended
-        if start_line > 1 and not handle.peek(1):
-            lines = line - 1 + (not newline_ended)
+            count = block.count(b"\n")
+            if count >= need:
+                handle.seek(scanned + line_end(block, need))
+                if handle.peek(1):
+                    return
+                need, last = 0, b"\n"
+                break
+            need -= count
+            scanned += len(block)
+            last = block[-1:]
+        if need and scanned >= self.max_scan_bytes and handle.read(1):
             raise WorkspaceError(
-                f"start_line {start_line} is past the end of '{shown}', which has {lines} "
-                f"line{'' if lines == 1 else 's'}"
+                f"start_line {start_line} lies beyond the first {self.max_scan_bytes} bytes of "
+                f"'{shown}', which hold {start_line - 1 - need} lines; read_file scans no "
+                "further than that (max_scan_bytes). Search for the text with grep_search, or "
+                "read an earlier part"
             )
+        lines = start_line - 1 - need + (last != b"\n")
+        raise WorkspaceError(
+            f"start_line {start_line} is past the end of '{shown}', which has {lines} "
+            f"line{'' if lines == 1 else 's'}"
+        )
 
     def _read_lines(self, handle: BinaryIO, start_line: int, max_lines: int) -> str:
-        out = bytearray()
-        line = start_line
+        """At most `max_lines` lines and `max_read_bytes` bytes from the current position,
+        with a note saying where to continue when the file goes on."""
+        limit = self.max_read_bytes
+        data = handle.read(limit + 1)
+        window = data[:limit]
         note = ""
-        while True:
-            if line - start_line >= max_lines:
-                if handle.read(1):
-                    note = (
-                        f"[truncated: showed lines {start_line}-{line - 1}; the file goes on, "
-                        f"call read_file with start_line={line} to read more]"
-                    )
-                break
-            room = self.max_read_bytes - len(out)
-            chunk = handle.readline(room + 1)
-            if not chunk:
-                break
-            if len(chunk) > room:
-                out += chunk[:room]
-                if line > start_line:  # the cut line can be read whole from its start
-                    where = f"call read_file with start_line={line} to read on"
-                else:
-                    where = f"line {line} alone is longer than that; start_line={line + 1} skips it"
+        if window.count(b"\n") >= max_lines:
+            end = line_end(window, max_lines)
+            out = data[:end]
+            if len(data) > end:
                 note = (
-                    f"[truncated: output limit of {self.max_read_bytes} bytes reached in line "
-                    f"{line}; {where}]"
+                    f"[truncated: showed lines {start_line}-{start_line + max_lines - 1}; the "
+                    f"file goes on, call read_file with start_line={start_line + max_lines} to "
+                    "read more]"
                 )
-                break
-            out += chunk
-            if chunk.endswith(b"\n"):
-                line += 1
+        elif len(data) > limit:
+            out = window
+            line = start_line + window.count(b"\n")
+            if line > start_line:  # the cut line can be read whole from its start
+                where = f"call read_file with start_line={line} to read on"
+            else:
+                where = f"line {line} alone is longer than that; start_line={line + 1} skips it"
+            note = f"[truncated: output limit of {limit} bytes reached in line {line}; {where}]"
+        else:
+            out = data
         text = out.decode("utf-8", errors="replace")
         if note:
             text += ("" if text.endswith("\n") or not text else "\n") + note
@@ -179,8 +217,9 @@ class WriteFileTool(WorkspaceTool):
         self,
         workspace: Workspace | str | os.PathLike[str] | None = None,
         max_write_bytes: int = 10 * 1024 * 1024,
+        allow_hardlinks: bool = False,
     ) -> None:
-        super().__init__(workspace)
+        super().__init__(workspace, allow_hardlinks)
         self.max_write_bytes = max_write_bytes
 
     @reports_faults
@@ -191,7 +230,7 @@ class WriteFileTool(WorkspaceTool):
         if input.mode != "overwrite" and resolved.exists():
             if input.mode == "create":
                 raise WorkspaceError(f"'{shown}' already exists and mode is 'create'")
-            with self.workspace.open_file(resolved) as handle:
+            with self.workspace.open_file(resolved, self.allow_hardlinks) as handle:
                 data = _read_limited(handle, self.max_write_bytes, shown) + data
         if len(data) > self.max_write_bytes:
             raise WorkspaceError(
@@ -245,13 +284,25 @@ class ListDirTool(WorkspaceTool):
     }
     effect_tags = ("file_read",)
 
+    def __init__(
+        self,
+        workspace: Workspace | str | os.PathLike[str] | None = None,
+        max_scan_entries: int = 100_000,
+        allow_hardlinks: bool = False,
+    ) -> None:
+        super().__init__(workspace, allow_hardlinks)
+        self.max_scan_entries = max_scan_entries
+
     @reports_faults
     def run(self, input: ListDirArgs) -> dict[str, Any]:
         resolved = self.workspace.resolve_directory(input.path)
         entries: list[dict[str, Any]] = []
         total = 0
+        cap = self.max_scan_entries
         with self.workspace.open_directory(resolved) as fd, os.scandir(fd) as scan:
-            for entry in sorted(scan, key=lambda e: e.name):
+            read = list(itertools.islice(scan, cap + 1))  # a huge directory is read only so far
+            capped = len(read) > cap
+            for entry in sorted(read[:cap], key=lambda e: e.name):
                 if not input.include_hidden and entry.name.startswith("."):
                     continue
                 total += 1
@@ -262,12 +313,18 @@ class ListDirTool(WorkspaceTool):
                 if stat.S_ISREG(info.st_mode):
                     item["size"] = info.st_size
                 entries.append(item)
-        return {
+        result: dict[str, Any] = {
             "path": self.workspace.display(resolved),
             "entries": entries,
             "total": total,
-            "truncated": total > len(entries),
+            "truncated": capped or total > len(entries),
         }
+        if capped:
+            result["note"] = (
+                f"the directory has more than {cap} entries; only the first {cap} read (in the "
+                "order the file system gives them) were sorted and listed, and total counts those"
+            )
+        return result
 
 
 class FileInfoArgs(ToolArguments):
@@ -294,8 +351,9 @@ class FileInfoTool(WorkspaceTool):
         self,
         workspace: Workspace | str | os.PathLike[str] | None = None,
         max_count_bytes: int = 16 * 1024 * 1024,
+        allow_hardlinks: bool = False,
     ) -> None:
-        super().__init__(workspace)
+        super().__init__(workspace, allow_hardlinks)
         self.max_count_bytes = max_count_bytes
 
     @reports_faults
@@ -309,8 +367,14 @@ class FileInfoTool(WorkspaceTool):
             "modified": datetime.fromtimestamp(info.st_mtime, UTC).isoformat(),
             "permissions": stat.filemode(info.st_mode),
         }
-        if stat.S_ISREG(info.st_mode):
-            with self.workspace.open_file(resolved) as handle:
+        if stat.S_ISREG(info.st_mode) and info.st_nlink > 1 and not self.allow_hardlinks:
+            result["hard_links"] = info.st_nlink
+            result["note"] = (
+                "the file has more than one hard link, so its content is not read (its other "
+                "names may lie outside the workspace)"
+            )
+        elif stat.S_ISREG(info.st_mode):
+            with self.workspace.open_file(resolved, self.allow_hardlinks) as handle:
                 result["binary"] = is_binary(handle.read(BINARY_SAMPLE_BYTES))
                 if not result["binary"] and info.st_size <= self.max_count_bytes:
                     handle.seek(0)

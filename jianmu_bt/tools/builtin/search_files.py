@@ -1,17 +1,23 @@
 """Code search confined to a workspace: glob_search (names) and grep_search (contents).
 
-Both walk the tree with `Workspace.walk`, which never follows a symbolic link, and both are
-bounded: in results, in entries visited and in time. grep_search uses the `regex` package because
-its matching takes a timeout (a catastrophic pattern such as `(a|aa)+$` is stopped instead of
-holding the process) and releases the GIL while it matches.
+Both walk the tree with `tree_walk.walk`, which never follows a symbolic link, and both are
+bounded: in results, in entries visited (and read per directory), in depth and in time.
+
+Patterns cannot make the work unbounded either. A glob is translated to a regular expression
+whose `*` runs are atomic (`(?>[^/]*?x)`), so `*a*a*a*a*a*a*a*a*c` is linear instead of
+exponential in the name's length. grep_search uses the `regex` package because its matching takes
+a timeout (a catastrophic pattern such as `(a|aa)+$` is stopped instead of holding the process)
+and releases the GIL while it matches; it reports at most one match per line, and refuses a
+pattern whose nested counted repeats (`(?:a{1000}){1000}`) would take gigabytes to compile.
+Files with more than one hard link are skipped unless the tool allows them.
 """
 
 from __future__ import annotations
 
 import os
-import re
+import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -19,6 +25,8 @@ import regex
 from pydantic import Field
 
 from jianmu_bt.tools.builtin.model_tool import ToolArguments, ToolFault, reports_faults
+from jianmu_bt.tools.builtin.search_patterns import check_regex_size, glob_regex
+from jianmu_bt.tools.builtin.tree_walk import MAX_DEPTH, walk
 from jianmu_bt.tools.builtin.workspace import (
     Workspace,
     WorkspaceError,
@@ -28,45 +36,9 @@ from jianmu_bt.tools.builtin.workspace import (
     open_regular_at,
 )
 
+__all__ = ["GlobSearchTool", "GrepSearchTool", "check_glob", "glob_regex"]
+
 _WILDCARDS = frozenset("*?[")
-
-
-def _segment_regex(segment: str) -> str:
-    """Regex text for one path segment of a glob: `*`, `?` and `[...]` never cross a `/`."""
-    out, i = [], 0
-    while i < len(segment):
-        char = segment[i]
-        if char == "*":
-            out.append("[^/]*")
-        elif char == "?":
-            out.append("[^/]")
-        elif char == "[" and (end := segment.find("]", i + 2)) != -1:
-            body = segment[i + 1 : end]
-            negate = body[:1] in ("!", "^")
-            body = body[1:] if negate else body
-            out.append("[" + ("^" if negate else "") + body.replace("\\", "\\\\") + "]")
-            i = end
-        else:
-            out.append(re.escape(char))
-        i += 1
-    return "".join(out)
-
-
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A compiled regex that matches relative POSIX paths against a glob pattern.
-
-    `*`, `?` and `[abc]` / `[!abc]` match within one name; a `**` segment matches any number of
-    directories (`**/*.py` matches `a.py` and `x/y/a.py`).
-    """
-    parts = pattern.split("/")
-    out = []
-    for index, part in enumerate(parts):
-        last = index == len(parts) - 1
-        if part == "**":
-            out.append(".*" if last else "(?:[^/]+/)*")
-        else:
-            out.append(_segment_regex(part) + ("" if last else "/"))
-    return re.compile("".join(out) + r"\Z", re.DOTALL)
 
 
 def check_glob(pattern: str) -> list[str]:
@@ -85,7 +57,8 @@ def check_glob(pattern: str) -> list[str]:
 
 
 class _Budget:
-    """Counts visited entries and watches a deadline; says why a search stopped early."""
+    """Counts visited entries and watches a deadline; says why a search stopped early, and
+    collects the walk's notes about the parts it left out."""
 
     def __init__(self, max_entries: int, seconds: float) -> None:
         self.max_entries = max_entries
@@ -93,6 +66,20 @@ class _Budget:
         self.deadline = time.monotonic() + seconds
         self.visited = 0
         self.stop_reason: str | None = None
+        self.skipped: list[str] = []
+
+    def note(self, reason: str) -> None:
+        """Record a part of the tree the walk left out (each reason once, at most five)."""
+        if reason not in self.skipped and len(self.skipped) < 5:
+            self.skipped.append(reason)
+
+    def finish(self, result: dict[str, Any]) -> dict[str, Any]:
+        """Add the walk's notes to a search result; a cut walk makes it incomplete."""
+        if self.skipped:
+            result["truncated"] = True
+            result["skipped"] = list(self.skipped)
+            result.setdefault("note", "the walk left parts of the tree out; see skipped")
+        return result
 
     def spend(self) -> bool:
         """Count one entry; False (with a reason) once a limit is reached."""
@@ -116,10 +103,26 @@ class _SearchTool(WorkspaceTool):
         workspace: Workspace | str | os.PathLike[str] | None = None,
         max_visited: int = 100_000,
         time_limit: float = 10.0,
+        max_depth: int = MAX_DEPTH,
+        allow_hardlinks: bool = False,
     ) -> None:
-        super().__init__(workspace)
+        super().__init__(workspace, allow_hardlinks)
         self.max_visited = max_visited
         self.time_limit = time_limit
+        self.max_depth = max_depth
+
+    def _walk(
+        self, base: Path, descend: Callable[[str], bool], budget: _Budget
+    ) -> Iterator[tuple[str, int, list[os.DirEntry[str]]]]:
+        """`tree_walk.walk` with this tool's limits; what it leaves out goes to `budget`."""
+        return walk(
+            self.workspace,
+            base,
+            descend,
+            max_dir_entries=self.max_visited + 1,  # the visit budget speaks first
+            max_depth=self.max_depth,
+            note=budget.note,
+        )
 
     def _shown_prefix(self, base: Path) -> str:
         """What goes before a path relative to `base` to make it workspace-relative."""
@@ -166,7 +169,9 @@ class GlobSearchTool(_SearchTool):
         fixed = 0
         while fixed < len(parts) - 1 and not _WILDCARDS & set(parts[fixed]):
             fixed += 1
-        base = self.workspace.resolve(os.path.join(search_base, *parts[:fixed]))
+        shown_base = self.workspace.display(search_base)
+        leading = [shown_base] if shown_base != "." else []
+        base = self.workspace.resolve("/".join([*leading, *parts[:fixed]]) or ".")
         rest = parts[fixed:]
         matcher = glob_regex("/".join(rest))
         max_depth = None if "**" in rest else len(rest) - 1
@@ -175,9 +180,7 @@ class GlobSearchTool(_SearchTool):
         matches: list[str] = []
         truncated = False
         if base.is_dir():
-            for rel_dir, _fd, entries in self.workspace.walk(
-                base, _descend_rule(hidden, max_depth)
-            ):
+            for rel_dir, _fd, entries in self._walk(base, _descend_rule(hidden, max_depth), budget):
                 for entry in entries:
                     if (not hidden and entry.name.startswith(".")) or entry.is_symlink():
                         continue
@@ -194,7 +197,7 @@ class GlobSearchTool(_SearchTool):
                     break
         result: dict[str, Any] = {
             "pattern": input.pattern,
-            "path": self.workspace.display(search_base),
+            "path": shown_base,
             "matches": sorted(matches),
             "truncated": truncated or budget.stop_reason is not None,
         }
@@ -202,7 +205,7 @@ class GlobSearchTool(_SearchTool):
             result["note"] = f"more than {input.max_results} matches; narrow the pattern"
         elif budget.stop_reason:
             result["note"] = f"search {budget.stop_reason}; results are incomplete"
-        return result
+        return budget.finish(result)
 
 
 def _descend_rule(hidden: bool, max_depth: int | None) -> Callable[[str], bool]:
@@ -253,14 +256,17 @@ class GrepSearchTool(_SearchTool):
         time_limit: float = 10.0,
         max_file_bytes: int = 4 * 1024 * 1024,
         max_line_chars: int = 400,
+        max_depth: int = MAX_DEPTH,
+        allow_hardlinks: bool = False,
     ) -> None:
-        super().__init__(workspace, max_visited, time_limit)
+        super().__init__(workspace, max_visited, time_limit, max_depth, allow_hardlinks)
         self.max_file_bytes = max_file_bytes
         self.max_line_chars = max_line_chars
 
     @reports_faults
     def run(self, input: GrepSearchArgs) -> dict[str, Any]:
         flags = regex.MULTILINE | (regex.IGNORECASE if input.ignore_case else 0)
+        check_regex_size(input.pattern)
         try:
             compiled = regex.compile(input.pattern, flags)
         except regex.error as exc:
@@ -270,10 +276,10 @@ class GrepSearchTool(_SearchTool):
         prefix = self._shown_prefix(base)
         budget = _Budget(self.max_visited, self.time_limit)
         matches: list[str] = []
-        searched, skipped = 0, {"binary": 0, "too_large": 0}
+        searched, skipped = 0, {"binary": 0, "too_large": 0, "hard_linked": 0}
         full = False
-        for rel_dir, dir_fd, entries in self.workspace.walk(
-            base, _descend_rule(input.include_hidden, None)
+        for rel_dir, dir_fd, entries in self._walk(
+            base, _descend_rule(input.include_hidden, None), budget
         ):
             for entry in entries:
                 if not input.include_hidden and entry.name.startswith("."):
@@ -307,13 +313,20 @@ class GrepSearchTool(_SearchTool):
             result["note"] = f"stopped at {input.max_results} matching lines; narrow the search"
         elif budget.stop_reason:
             result["note"] = f"search {budget.stop_reason}; results are incomplete"
-        return result
+        return budget.finish(result)
 
     def _read_text(self, dir_fd: int, name: str, skipped: dict[str, int]) -> str | None:
         handle = open_regular_at(dir_fd, name)
         if handle is None:
             return None
         with handle:
+            info = os.fstat(handle.fileno())
+            if stat.S_ISREG(info.st_mode) and info.st_nlink > 1 and not self.allow_hardlinks:
+                skipped["hard_linked"] += 1
+                return None
+            if info.st_size > self.max_file_bytes:
+                skipped["too_large"] += 1
+                return None
             data = handle.read(self.max_file_bytes + 1)
         if len(data) > self.max_file_bytes:
             skipped["too_large"] += 1
@@ -332,22 +345,28 @@ class GrepSearchTool(_SearchTool):
         input: GrepSearchArgs,
         budget: _Budget,
     ) -> bool:
-        """Append 'path:line: text' for each matching line; True once max_results is reached."""
-        line, last_pos, last_line = 1, 0, 0
-        for found in compiled.finditer(text, timeout=budget.remaining(), concurrent=True):
+        """Append 'path:line: text' for each matching line; True once max_results is reached.
+
+        After a match the search goes on from the next line, so a long line with a million
+        matches costs one search, not a million loop turns.
+        """
+        line, last_pos, pos = 1, 0, 0
+        while pos <= len(text):
+            found = compiled.search(text, pos, timeout=budget.remaining(), concurrent=True)
+            if found is None:
+                return False
             line += text.count("\n", last_pos, found.start())
             last_pos = found.start()
-            if line == last_line:
-                continue
             if len(matches) >= input.max_results:
                 return True
-            last_line = line
             start = text.rfind("\n", 0, found.start()) + 1
             end = text.find("\n", found.start())
-            content = text[start : end if end != -1 else len(text)].rstrip("\r")
+            end = len(text) if end == -1 else end
+            content = text[start:end].rstrip("\r")
             if len(content) > self.max_line_chars:
                 content = content[: self.max_line_chars] + "…"
             matches.append(f"{shown}:{line}: {content}")
+            pos = end + 1
         return False
 
 

@@ -14,6 +14,11 @@ Every path an LLM gives is checked twice:
    the same directory and are renamed over the target, so they never write through a link and a
    reader never sees half a file.
 
+A regular file with more than one hard link is never read (unless the tool is built with
+`allow_hardlinks=True`): the other name may lie outside the workspace, and the operating system
+cannot say where. Replacing such a file is safe (the rename swaps this name only). Error
+messages name paths relative to the root and never show the root itself.
+
 POSIX only (it relies on `dir_fd` support in `os.open`, `os.mkdir`, `os.replace`).
 """
 
@@ -22,9 +27,10 @@ from __future__ import annotations
 import errno
 import inspect
 import os
+import re
 import secrets
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -37,8 +43,10 @@ MAX_PATH_CHARS = 4096
 MAX_NAME_BYTES = 255
 #: Bytes inspected to tell a binary file from a text file (git's heuristic: any NUL byte).
 BINARY_SAMPLE_BYTES = 8192
+#: What error messages say instead of the workspace root.
+ROOT_NAME = "<workspace>"
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: opening a FIFO must not wait for a writer; regular files ignore the flag.
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -46,6 +54,14 @@ _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOE
 
 class WorkspaceError(ToolFault):
     """A path refused or not usable inside the workspace; the message says which and why."""
+
+
+def hardlink_refusal(shown: str, links: int) -> WorkspaceError:
+    """The refusal of a regular file that has more than one name (hard link)."""
+    return WorkspaceError(
+        f"'{shown}' has {links} hard links; its other names may lie outside the workspace, so "
+        "file tools refuse it (allow_hardlinks=True allows it)"
+    )
 
 
 def is_binary(sample: bytes) -> bool:
@@ -130,16 +146,34 @@ class Workspace:
         try:
             resolved = candidate.resolve()
         except RuntimeError:  # Python 3.11 raises this for a symlink loop
-            raise WorkspaceError(f"path {path!r} cannot be resolved: symbolic link loop") from None
+            raise WorkspaceError(
+                f"path {self.name(path)} cannot be resolved: symbolic link loop"
+            ) from None
         except OSError as exc:
-            raise WorkspaceError(f"path {path!r} cannot be resolved: {exc.strerror}") from None
+            raise WorkspaceError(
+                f"path {self.name(path)} cannot be resolved: {exc.strerror}"
+            ) from None
         if resolved.is_relative_to(self.root):
             return resolved
         if Path(os.path.normpath(candidate)).is_relative_to(self.root):
             raise WorkspaceError(
-                f"path {path!r} leads outside the workspace {self.root} through a symbolic link"
+                f"path {self.name(path)} leads outside the workspace through a symbolic link"
             )
-        raise WorkspaceError(f"path {path!r} is outside the workspace {self.root}")
+        raise WorkspaceError(f"path {self.name(path)} is outside the workspace")
+
+    def name(self, path: str) -> str:
+        """How a path the caller gave is quoted in a message: never with the absolute root.
+
+        An absolute path inside the root is shown relative to it; elsewhere the root (as a
+        leading part of a path) is replaced by `<workspace>`.
+        """
+        shown = path[:200] + ("..." if len(path) > 200 else "")
+        if os.path.isabs(path):
+            normal = Path(os.path.normpath(path))
+            if normal.is_relative_to(self.root):
+                return repr(self.display(normal))
+        root = re.escape(str(self.root))
+        return repr(re.sub(f"{root}(?=/|$)", ROOT_NAME, shown))
 
     def resolve_directory(self, path: str) -> Path:
         """`resolve(path)`, and a WorkspaceError unless it names an existing directory."""
@@ -158,18 +192,18 @@ class Workspace:
 
     def _open_dir_chain(self, parts: tuple[str, ...], create: bool) -> int:
         """An fd of root/parts..., each step opened with O_NOFOLLOW; optionally creating them."""
-        fd = os.open(self.root, _DIR_FLAGS)
+        fd = os.open(self.root, DIR_FLAGS)
         try:
             for index, part in enumerate(parts):
                 where = "/".join(parts[: index + 1])
                 try:
-                    child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                    child = os.open(part, DIR_FLAGS, dir_fd=fd)
                 except FileNotFoundError:
                     if not create:
                         raise WorkspaceError(f"directory '{where}' does not exist") from None
                     with suppress(FileExistsError):
                         os.mkdir(part, dir_fd=fd)
-                    child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                    child = os.open(part, DIR_FLAGS, dir_fd=fd)
                 except OSError as exc:
                     if exc.errno in (errno.ELOOP, errno.ENOTDIR):
                         raise WorkspaceError(
@@ -183,6 +217,11 @@ class Workspace:
             os.close(fd)
             raise
         return fd
+
+    def directory_fd(self, resolved: Path) -> int:
+        """A raw fd of a resolved directory, reached without following any link; the caller
+        closes it."""
+        return self._open_dir_chain(resolved.relative_to(self.root).parts, create=False)
 
     @contextmanager
     def open_directory(self, resolved: Path) -> Iterator[int]:
@@ -215,8 +254,9 @@ class Workspace:
             except FileNotFoundError:
                 raise WorkspaceError(f"'{self.display(resolved)}' does not exist") from None
 
-    def open_file(self, resolved: Path) -> BinaryIO:
-        """Open a regular file for binary reading; directories, pipes and devices are refused."""
+    def open_file(self, resolved: Path, allow_hardlinks: bool = False) -> BinaryIO:
+        """Open a regular file for binary reading; directories, pipes and devices are refused,
+        and so is a file with more than one hard link unless `allow_hardlinks`."""
         shown = self.display(resolved)
         if resolved == self.root:
             raise WorkspaceError("'.' is the workspace directory, not a file; use list_dir")
@@ -230,12 +270,14 @@ class Workspace:
                     raise WorkspaceError(
                         f"'{shown}' was replaced by a symbolic link after the path was checked"
                     ) from None
-                raise
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
+                raise WorkspaceError(f"'{shown}' cannot be opened: {exc.strerror}") from None
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or (info.st_nlink > 1 and not allow_hardlinks):
             os.close(fd)
-            if stat.S_ISDIR(mode):
+            if stat.S_ISDIR(info.st_mode):
                 raise WorkspaceError(f"'{shown}' is a directory, not a file; use list_dir")
+            if stat.S_ISREG(info.st_mode):
+                raise hardlink_refusal(shown, info.st_nlink)
             raise WorkspaceError(f"'{shown}' is not a regular file (a pipe, socket or device)")
         return os.fdopen(fd, "rb")
 
@@ -244,6 +286,8 @@ class Workspace:
 
         The bytes go to a temporary file in the same directory, are flushed to disk, and the
         temporary file is renamed over the target. An existing file keeps its permission bits.
+        A file with other hard links is replaced under this name only: the other names keep the
+        old content, so nothing is ever written through a link.
         """
         shown = self.display(resolved)
         with self.parent_directory(resolved, create=create_dirs) as (dir_fd, name):
@@ -272,68 +316,23 @@ class Workspace:
                 raise
         return old is None
 
-    def walk(
-        self, base: Path, descend: Callable[[str], bool] = lambda _rel: True
-    ) -> Iterator[tuple[str, int, list[os.DirEntry[str]]]]:
-        """Walk the tree under a resolved directory without ever following a symbolic link.
-
-        Yields `(relative_dir, dir_fd, entries)` depth first, entries sorted by name, with
-        `relative_dir` relative to `base` ("" for `base`). `dir_fd` stays open while the caller
-        handles the entries (open a file with `os.open(name, ..., dir_fd=dir_fd)`). `descend`
-        decides whether a subdirectory (given by its relative path) is entered. At most one
-        directory fd per level is open at a time.
-        """
-        stack: list[tuple[int, str, Iterator[str]]] = []
-
-        def enter(fd: int, rel: str) -> list[os.DirEntry[str]]:
-            with os.scandir(fd) as scan:
-                entries = sorted(scan, key=lambda entry: entry.name)
-            subdirs = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
-            stack.append((fd, rel, iter(subdirs)))
-            return entries
-
-        base_fd = self._open_dir_chain(base.relative_to(self.root).parts, create=False)
-        try:
-            entries = enter(base_fd, "")
-        except BaseException:
-            os.close(base_fd)
-            raise
-        try:
-            yield "", base_fd, entries
-            while stack:
-                fd, rel, pending = stack[-1]
-                name = next(pending, None)
-                if name is None:
-                    os.close(fd)
-                    stack.pop()
-                    continue
-                child_rel = f"{rel}/{name}" if rel else name
-                if not descend(child_rel):
-                    continue
-                try:
-                    child = os.open(name, _DIR_FLAGS, dir_fd=fd)
-                except OSError:  # vanished, unreadable, or swapped for a link: skip it
-                    continue
-                try:
-                    entries = enter(child, child_rel)
-                except OSError:
-                    os.close(child)
-                    continue
-                yield child_rel, child, entries
-        finally:
-            for fd, _rel, _pending in stack:
-                os.close(fd)
-
 
 class WorkspaceTool(ModelTool):
     """A built-in tool confined to a workspace (file reading, writing and searching tools).
 
     `workspace` is the root directory; None means the current directory when the tool is built.
-    `ToolSet.resolve(names, workspace=...)` passes it to every file tool.
+    `ToolSet.resolve(names, workspace=...)` passes it to every file tool. `allow_hardlinks`
+    lets the tool read or replace regular files that have more than one hard link (refused by
+    default: the other names may lie outside the workspace).
     """
 
-    def __init__(self, workspace: Workspace | str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        workspace: Workspace | str | os.PathLike[str] | None = None,
+        allow_hardlinks: bool = False,
+    ) -> None:
         self.workspace = Workspace.coerce(workspace)
+        self.allow_hardlinks = allow_hardlinks
 
     def sandbox_kwargs(self) -> dict[str, Any]:
         """Constructor arguments (JSON) that rebuild this tool in a sandbox worker.
