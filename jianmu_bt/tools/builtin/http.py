@@ -3,9 +3,13 @@
 Every connection goes through a network backend that resolves the host itself, checks each
 address against the policy and connects to a checked address, so the address checked is the
 address used (no second lookup an attacker's DNS could answer differently). Redirects are
-followed one at a time, each hop checked again, up to a bound. The whole call has a deadline and
-the response body is read only up to a size cap. Proxy settings from the environment are
-ignored, so a proxy cannot carry a request past the policy.
+followed one at a time, each hop checked again, up to a bound. Proxy settings from the
+environment are ignored, so a proxy cannot carry a request past the policy.
+
+Hostile servers are bounded too: the whole call has a deadline and each read a timeout of its
+own (slow-loris); the header section is capped by httpcore (100 KiB); the body is taken raw and
+decoded by `BodyReader`, at most one content coding, never past `max_response_bytes` of decoded
+content (decompression bombs), and the bytes read are capped as well (endless or chunked bodies).
 """
 
 from __future__ import annotations
@@ -19,17 +23,27 @@ import httpcore
 import httpx
 from pydantic import Field, model_validator
 
+from jianmu_bt.tools.builtin.decoding import BodyReader, content_codings
 from jianmu_bt.tools.builtin.model_tool import ModelTool, ToolArguments, ToolFault, reports_faults
-from jianmu_bt.tools.builtin.network_policy import NetworkPolicy, NetworkPolicyError
+from jianmu_bt.tools.builtin.network_policy import NetworkPolicy, NetworkPolicyError, Resolver
 from jianmu_bt.tools.builtin.workspace import is_binary
+
+#: httpcore's (h11's) bound on an unfinished header section, chunk header or trailer.
+_HEADER_LIMIT: int = httpcore.AsyncHTTP11Connection.MAX_INCOMPLETE_EVENT_SIZE
 
 
 class PolicyNetworkBackend(httpcore.AsyncNetworkBackend):
     """An httpcore network backend that connects only to addresses a NetworkPolicy allows."""
 
-    def __init__(self, policy: NetworkPolicy, inner: httpcore.AsyncNetworkBackend | None = None):
+    def __init__(
+        self,
+        policy: NetworkPolicy,
+        inner: httpcore.AsyncNetworkBackend | None = None,
+        resolver: Resolver | None = None,
+    ) -> None:
         self.policy = policy
         self.inner = inner or httpcore.AnyIOBackend()
+        self.resolver = resolver  # None: the system resolver
 
     async def connect_tcp(
         self,
@@ -39,9 +53,12 @@ class PolicyNetworkBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        """Resolve, check every address, connect to the first allowed one that answers."""
+        """Resolve once, check every address, connect to the first allowed one that answers.
+
+        The inner backend is given IP addresses only, so nothing is resolved a second time.
+        """
         try:
-            addresses = await self.policy.allowed_addresses(host, port)
+            addresses = await self.policy.allowed_addresses(host, port, self.resolver)
         except OSError as exc:
             raise httpcore.ConnectError(f"cannot resolve host '{host}': {exc}") from exc
         failure: Exception | None = None
@@ -69,7 +86,12 @@ class PolicyNetworkBackend(httpcore.AsyncNetworkBackend):
 class PolicyTransport(httpx.AsyncHTTPTransport):
     """An httpx transport whose connections go through a PolicyNetworkBackend."""
 
-    def __init__(self, policy: NetworkPolicy, ssl_context: ssl.SSLContext) -> None:
+    def __init__(
+        self,
+        policy: NetworkPolicy,
+        ssl_context: ssl.SSLContext,
+        resolver: Resolver | None = None,
+    ) -> None:
         super().__init__(verify=ssl_context, trust_env=False)
         # httpx does not take a network backend, so its connection pool is replaced by an
         # identical one built with ours (`_pool` is what handle_async_request uses).
@@ -77,7 +99,7 @@ class PolicyTransport(httpx.AsyncHTTPTransport):
             ssl_context=ssl_context,
             max_connections=10,
             keepalive_expiry=5.0,
-            network_backend=PolicyNetworkBackend(policy),
+            network_backend=PolicyNetworkBackend(policy, resolver=resolver),
         )
 
 
@@ -140,8 +162,14 @@ class HTTPRequestTool(ModelTool):
         max_response_bytes: int = 200_000,
         max_redirects: int = 5,
         user_agent: str = "jianmu-bt http_request",
+        read_timeout: float = 30.0,
+        resolver: Resolver | None = None,
     ) -> None:
-        """`network_policy` (a NetworkPolicy or its fields) wins over the keyword shortcuts."""
+        """`network_policy` (a NetworkPolicy or its fields) wins over the keyword shortcuts.
+
+        `read_timeout` bounds each wait for data from the server (the call's `timeout` bounds
+        the whole request); `resolver` replaces the system resolver (tests, custom DNS).
+        """
         if isinstance(network_policy, Mapping):
             network_policy = NetworkPolicy.model_validate(network_policy)
         self.policy = network_policy or NetworkPolicy(
@@ -152,6 +180,8 @@ class HTTPRequestTool(ModelTool):
         self.max_response_bytes = max_response_bytes
         self.max_redirects = max_redirects
         self.user_agent = user_agent
+        self.read_timeout = read_timeout
+        self.resolver = resolver
         self._ssl_context: ssl.SSLContext | None = None
 
     def sandbox_kwargs(self) -> dict[str, Any]:
@@ -161,6 +191,7 @@ class HTTPRequestTool(ModelTool):
             "max_response_bytes": self.max_response_bytes,
             "max_redirects": self.max_redirects,
             "user_agent": self.user_agent,
+            "read_timeout": self.read_timeout,
         }
 
     def ssl_context(self) -> ssl.SSLContext:
@@ -176,22 +207,37 @@ class HTTPRequestTool(ModelTool):
                 return await self._request(input)
         except TimeoutError:
             raise ToolFault(f"request to {input.url} timed out after {input.timeout}s") from None
+        except httpx.ReadTimeout:
+            raise ToolFault(
+                f"request to {input.url} timed out: the server sent nothing for "
+                f"{min(input.timeout, self.read_timeout)}s (ReadTimeout)"
+            ) from None
         except httpx.TimeoutException as exc:
             raise ToolFault(f"request to {input.url} timed out: {type(exc).__name__}") from None
         except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
             raise ToolFault(f"invalid URL {input.url!r}: {exc}") from None
+        except httpx.RemoteProtocolError as exc:
+            if "buffer too long" not in str(exc):
+                raise ToolFault(
+                    f"request to {input.url} failed: RemoteProtocolError: {exc}"
+                ) from None
+            raise ToolFault(
+                f"request to {input.url} failed: the response's header section (or a chunk "
+                f"header or trailer) is larger than {_HEADER_LIMIT // 1024} KiB"
+            ) from None
         except httpx.HTTPError as exc:
             raise ToolFault(f"request to {input.url} failed: {type(exc).__name__}: {exc}") from None
 
     async def _request(self, input: HTTPRequestArgs) -> dict[str, Any]:
-        # Identity encoding keeps the size cap about bytes on the wire; the caller's headers
-        # replace these case-insensitively.
+        # Identity is asked for; a coding sent anyway is decoded under the cap by BodyReader.
+        # The caller's headers replace these case-insensitively.
         headers = httpx.Headers({"User-Agent": self.user_agent, "Accept-Encoding": "identity"})
         headers.update(input.headers)
         self.policy.check_url(httpx.URL(input.url))  # before the client merges anything in
-        transport = PolicyTransport(self.policy, self.ssl_context())
+        transport = PolicyTransport(self.policy, self.ssl_context(), self.resolver)
+        timeout = httpx.Timeout(input.timeout, read=min(input.timeout, self.read_timeout))
         async with httpx.AsyncClient(
-            transport=transport, timeout=httpx.Timeout(input.timeout), trust_env=False
+            transport=transport, timeout=timeout, trust_env=False
         ) as client:
             request = client.build_request(
                 input.method,
@@ -229,19 +275,16 @@ class HTTPRequestTool(ModelTool):
     async def _result(
         self, input: HTTPRequestArgs, response: httpx.Response, redirects: list[str]
     ) -> dict[str, Any]:
-        data, truncated = b"", False
+        # Raw bytes, decoded here under the cap: httpx's own decoding has no bound per chunk.
+        reader = BodyReader(
+            content_codings(response.headers.get_list("content-encoding")),
+            self.max_response_bytes,
+        )
         if input.method != "HEAD":
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in response.aiter_bytes():
-                room = self.max_response_bytes - size
-                if len(chunk) > room:
-                    chunks.append(chunk[:room])
-                    truncated = True
+            async for chunk in response.aiter_raw():
+                if not reader.feed(chunk):
                     break
-                chunks.append(chunk)
-                size += len(chunk)
-            data = b"".join(chunks)
+        data, truncated = reader.body(), reader.truncated
         result: dict[str, Any] = {
             "status": response.status_code,
             "reason": response.reason_phrase,
@@ -260,6 +303,6 @@ class HTTPRequestTool(ModelTool):
                 result["body"] = data.decode(response.charset_encoding or "utf-8", "replace")
             except LookupError:  # a charset Python does not know
                 result["body"] = data.decode("utf-8", "replace")
-        if truncated:
-            result["note"] = f"body cut at {self.max_response_bytes} bytes"
+        if reader.note:
+            result["note"] = reader.note
         return result
