@@ -61,7 +61,17 @@ def ledger_names(ledger: Path) -> Counter[str]:
 
 
 def show(store: Any, run_id: str, env: dict[str, str], cwd: Path) -> dict[str, Any]:
-    """`jianmu runs show RUN --json`."""
+    """What `jianmu runs show RUN --json` prints, read in this process (no process to start);
+    `show_cli` runs the command itself."""
+    from jianmu_bt.cli.runs_command import run_document
+    from jianmu_bt.store import open_store
+
+    with open_store(store, create=False) as opened:
+        return json.loads(json.dumps(run_document(opened, run_id), default=str))
+
+
+def show_cli(store: Any, run_id: str, env: dict[str, str], cwd: Path) -> dict[str, Any]:
+    """`jianmu runs show RUN --store STORE --json`."""
     result = jianmu("runs", "show", run_id, "--store", store, "--json", env=env, cwd=cwd)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)

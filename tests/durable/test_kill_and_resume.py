@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import signal
+import time
 
 import pytest
 from durable_helpers import (
@@ -13,11 +14,11 @@ from durable_helpers import (
     cli_env,
     jianmu,
     ledger_names,
-    show,
     start,
     wait_for,
 )
 
+from jianmu_bt.cli.runs_command import run_document
 from jianmu_bt.store import RunNotFoundError, SQLiteStore, StoreError
 
 STEP_DELAY = 0.03
@@ -46,6 +47,12 @@ def _reference_positions(tmp_path) -> int:
 REFERENCE_ROWS = 20  # the pipeline writes 19 journal rows; one more kills after the last
 
 
+def _show(db):
+    """What `jianmu runs show R --json` prints, read in this process (no process start)."""
+    with SQLiteStore(db, create=False) as store:
+        return run_document(store, "R")
+
+
 def _decide(document, ledger) -> list[str]:
     """A reviewer's decisions: a call in doubt whose step is in the ledger already happened
     (skip it); one that is not did not (run it again)."""
@@ -72,29 +79,25 @@ def test_kill_9_after_any_journal_row_then_resume_runs_each_step_exactly_once(tm
     # moment inside the step that follows.
     wait_for(lambda: _position(db) >= max(kill_after, 1) or first.poll() is not None)
     if first.poll() is None:
-        import time
-
         time.sleep(rng.uniform(0, STEP_DELAY))
         first.send_signal(signal.SIGKILL)
     first.wait(timeout=30)
 
     kills = 0
     for _ in range(12):
-        document = show(db, "R", env, tmp_path)
+        document = _show(db)
         if document["status"] in ("succeeded", "failed"):
             break
         flags = _decide(document, ledger)
         process = start("resume", "R", "--store", db, *flags, env=env, cwd=tmp_path)
         if kills < 2 and rng.random() < 0.4:  # sometimes the resumed process dies too
-            import time
-
             time.sleep(rng.uniform(0.4, 0.9))
             if process.poll() is None:
                 process.send_signal(signal.SIGKILL)
                 kills += 1
         process.wait(timeout=60)
         assert process.returncode in (0, 3, -signal.SIGKILL), process.stderr.read()
-    document = show(db, "R", env, tmp_path)
+    document = _show(db)
     assert document["status"] == "succeeded", document
     counts = ledger_names(ledger)
     assert all(counts[name] == 1 for name in PIPELINE_STEPS), counts

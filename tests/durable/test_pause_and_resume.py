@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from durable_helpers import APPROVALS, TREES, cli_env, jianmu, ledger_names, show
+from durable_helpers import APPROVALS, TREES, cli_env, jianmu, ledger_names, show, show_cli
 
 APPROVAL_ORDER = ["selector", "parallel", "step", "agent"]
 
@@ -60,7 +60,7 @@ def test_each_held_call_pauses_the_run_and_resume_never_repeats_a_finished_step(
         )
         counts = ledger_names(ledger)
         assert all(n == 1 for n in counts.values()), counts  # nothing ran twice
-    document = show(store_location, "R1", env, tmp_path)
+    document = show_cli(store_location, "R1", env, tmp_path)
     assert document["status"] == "succeeded" and document["state"]["answer"] == "deployed"
     assert ledger.read_text().split("\n")[:2] == ["first", "second"]
     assert sum(ledger_names(ledger).values()) == 8

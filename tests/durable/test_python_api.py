@@ -252,9 +252,11 @@ root:
       - tool: {name: Take, tool: take_over}
       - tool: {name: After, tool: act, arguments: {name: after}}
 """
-    with load_tree(tree_text, tools=[take_over, act]) as tree:
-        with pytest.raises(DurableRunError, match="lost its lease"):
-            tree.run(store=store, run_id="R")
+    with (
+        load_tree(tree_text, tools=[take_over, act]) as tree,
+        pytest.raises(DurableRunError, match="lost its lease"),
+    ):
+        tree.run(store=store, run_id="R")
     assert "act after" not in CALLS
     run = store.get_run("R")
     assert run.status == "running" and run.lease_owner == "host:1:other"
