@@ -6,17 +6,22 @@ async with DockerSandbox("python:3.11-slim", SandboxLimits(timeout=10)) as sandb
 ```
 
 Each call (or, with `warm=True`, each worker) is a container created with: the configured image,
-no network (`network_mode="none"`) unless `network=True`, memory (no swap), CPU and pids limits,
-a read-only root file system with a private /tmp and the workspace mounted writable at
-/workspace, a non-root user, all capabilities dropped and no-new-privileges. The worker inside is
-the same JSON-lines worker as LocalSandbox's, spoken to over the container's attached stdin and
-stdout. The container is removed after the call, also when the call times out or is cancelled.
+no network (`network_mode="none"`) unless `network=True` and the call does not ask for none (its
+limits' `network`: bash and python_repl ask for none unless built with `network=True`), memory
+(no swap), CPU and pids limits, a read-only root file system with a private /tmp and the workspace
+mounted writable at /workspace, a non-root user, all capabilities dropped and no-new-privileges.
+The worker inside is the same JSON-lines worker as LocalSandbox's, spoken to over the container's
+attached stdin and stdout. The container is removed after the call, also when the call times out
+or is cancelled.
 
 The image needs Python with jianmu-bt's dependencies. With `share_code=True` (the default) the
-host directories of the code this process imports from outside its Python installation (this
-project, your tool modules) are mounted read-only at the same paths, so the container runs the
-same version of the tools. The docker SDK is imported lazily; without it, or without a reachable
-engine, every call returns an error that says so.
+top-level packages and modules this process has imported from outside its Python installation
+(jianmu_bt, your tool modules; not the project directory around them) are mounted read-only at
+the same paths, so the container runs the same version of the tools. Secret files
+(`plan.SECRET_PATTERNS`: .env, keys, credential files, .ssh/, .aws/, ...) inside anything
+mounted, the workspace included, are covered with empty read-only ones (see `plan.MountPlan`).
+The docker SDK is imported lazily; without it, or without a reachable engine, every call returns
+an error that says so.
 """
 
 from __future__ import annotations
@@ -25,11 +30,10 @@ import contextlib
 import json
 import os
 import shutil
-import sys
 import tempfile
 import uuid
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import anyio
@@ -37,7 +41,12 @@ import anyio.to_thread
 
 from jianmu_bt.sandbox.docker_channel import AttachChannel, ChannelClosed
 from jianmu_bt.sandbox.limits import SandboxLimits, format_size, limit_error, sandbox_error
-from jianmu_bt.sandbox.plan import import_roots
+from jianmu_bt.sandbox.plan import (
+    SECRET_PATTERNS,
+    MountPlan,
+    SecretScanError,
+    shared_code_roots,
+)
 from jianmu_bt.sandbox.process import ReplyTooLarge
 from jianmu_bt.sandbox.runner import RunnableTool
 from jianmu_bt.sandbox.toolspec import ToolNotPortableError, describe_tool
@@ -70,10 +79,12 @@ class DockerSandbox:
         limits: a SandboxLimits (or a dict of its fields).
         workspace: host directory mounted at /workspace; a private temporary one when None.
         warm: keep one container for many calls (replaced after a limit is hit).
-        network: True gives the container the default bridge network; off by default.
+        network: True gives the container the default bridge network; off by default. A call
+            whose limits say `network=False` (bash, python_repl by default) stays offline.
         user: the container user ("uid:gid"), never root by default.
         python: the interpreter inside the image.
-        share_code: mount the host's project code read-only (see the module doc).
+        share_code: mount the imported code read-only (see the module doc).
+        secret_patterns: names never shared (`plan.SECRET_PATTERNS`); `()` shares them.
         env: environment variables for the container (nothing else is passed).
         tmp_size: size of the container's private /tmp.
         docker_host: the engine's URL; DOCKER_HOST or the default socket when None.
@@ -91,6 +102,7 @@ class DockerSandbox:
         user: str = "65534:65534",
         python: str = "python3",
         share_code: bool = True,
+        secret_patterns: Iterable[str] = SECRET_PATTERNS,
         env: Mapping[str, str] | None = None,
         tmp_size: str = "64m",
         docker_host: str | None = None,
@@ -103,6 +115,7 @@ class DockerSandbox:
         self.user = user
         self.python = python
         self.share_code = share_code
+        self.secret_patterns = tuple(secret_patterns)
         self.env = {
             "HOME": WORKSPACE,
             "TMPDIR": "/tmp",
@@ -121,7 +134,7 @@ class DockerSandbox:
             self._cleanup = weakref.finalize(self, shutil.rmtree, self.workspace, True)
         self._prepare_workspace()
         self._client: Any = None
-        self._worker: AttachChannel | None = None
+        self._workers: dict[bool, AttachChannel] = {}  # warm containers, by network access
         self._lock = anyio.Lock()
         self._ids = iter(range(1, 1 << 62))
 
@@ -137,23 +150,24 @@ class DockerSandbox:
         except (TypeError, ValueError) as exc:
             return sandbox_error(f"the arguments of '{tool.name}' are not JSON: {exc}")
         limits = self.limits.tightened(getattr(tool, "sandbox_limits", None))
+        online = limits.allows_network(self.network)
         async with self._lock:
-            worker = self._worker if self.warm else None
+            worker = self._workers.get(online) if self.warm else None
             if worker is None or not worker.usable:
                 try:
-                    worker = await self._start(self.limits if self.warm else limits)
+                    worker = await self._start(self.limits if self.warm else limits, online)
                 except SandboxUnavailableError as exc:
                     return sandbox_error(str(exc))
                 if self.warm:
-                    self._worker = worker
+                    self._workers[online] = worker
             try:
                 return await self._call(worker, spec, args, limits)
             finally:
                 if not self.warm or not worker.usable:
                     with anyio.CancelScope(shield=True):
                         await worker.remove()
-                    if self._worker is worker:
-                        self._worker = None
+                    if self._workers.get(online) is worker:
+                        del self._workers[online]
 
     async def check(self) -> str:
         """The engine's version; raises SandboxUnavailableError when it cannot be used."""
@@ -164,10 +178,10 @@ class DockerSandbox:
     async def aclose(self) -> None:
         """Remove the warm container (and any container this sandbox left); remove the workspace."""
         async with self._lock:
-            if self._worker is not None:
+            for worker in self._workers.values():
                 with anyio.CancelScope(shield=True):
-                    await self._worker.remove()
-                self._worker = None
+                    await worker.remove()
+            self._workers.clear()
             if self._client is not None:
                 with anyio.CancelScope(shield=True):
                     await anyio.to_thread.run_sync(self._remove_leftovers)
@@ -216,25 +230,20 @@ class DockerSandbox:
             ) from exc
         return self._client
 
-    def _code_mounts(self) -> tuple[dict[str, dict[str, str]], list[str]]:
-        if not self.share_code:
-            return {}, []
-        prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-        entries = {os.path.realpath(p) for p in sys.path if p and os.path.isabs(p)}
-        volumes: dict[str, dict[str, str]] = {}
-        path: list[str] = []
-        for root in import_roots():
-            if any(root == p or root.startswith(p.rstrip("/") + "/") for p in prefixes):
-                continue
-            volumes[root] = {"bind": root, "mode": "ro"}
-            path.append(root if root in entries and os.path.isdir(root) else os.path.dirname(root))
-        return volumes, list(dict.fromkeys(path))
+    def mount_plan(self) -> MountPlan:
+        """What a container of this sandbox sees of the host (code, workspace, covered secrets).
 
-    def _create_kwargs(self, limits: SandboxLimits) -> dict[str, Any]:
-        volumes, path = self._code_mounts()
-        volumes[os.path.realpath(self.workspace)] = {"bind": WORKSPACE, "mode": "rw"}
+        Raises SecretScanError when the workspace is itself a secret place or too large to check.
+        """
+        code = shared_code_roots() if self.share_code else []
+        return MountPlan.build(
+            self.workspace, target=WORKSPACE, code=code, patterns=self.secret_patterns
+        )
+
+    def _create_kwargs(self, limits: SandboxLimits, network: bool = False) -> dict[str, Any]:
+        plan = self.mount_plan()
         kwargs: dict[str, Any] = {
-            "command": [self.python, "-I", "-B", "-c", BOOTSTRAP, json.dumps(path)],
+            "command": [self.python, "-I", "-B", "-c", BOOTSTRAP, json.dumps(plan.python_path)],
             "stdin_open": True,
             # Not PID 1: a namespace's init ignores signals it has no handler for (SIGXCPU).
             "init": True,
@@ -242,10 +251,10 @@ class DockerSandbox:
             "user": self.user,
             "working_dir": WORKSPACE,
             "environment": self.env,
-            "network_mode": "bridge" if self.network else "none",
+            "network_mode": "bridge" if network else "none",
             "read_only": True,
             "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={self.tmp_size},mode=1777"},
-            "volumes": volumes,
+            "mounts": [mount.to_docker() for mount in plan.mounts],
             "cap_drop": ["ALL"],
             "security_opt": ["no-new-privileges"],
             "labels": {"jianmu.sandbox": self.id},
@@ -259,9 +268,12 @@ class DockerSandbox:
             kwargs["nano_cpus"] = int(limits.cpus * 1e9)
         return kwargs
 
-    async def _start(self, limits: SandboxLimits) -> AttachChannel:
+    async def _start(self, limits: SandboxLimits, network: bool) -> AttachChannel:
         client = await self._get_client()
-        kwargs = self._create_kwargs(limits)
+        try:  # walking the mounted directories for secrets may take a moment: not on the loop
+            kwargs = await anyio.to_thread.run_sync(self._create_kwargs, limits, network)
+        except SecretScanError as exc:
+            raise SandboxUnavailableError(f"cannot plan the container's mounts: {exc}") from exc
         docker = _docker_module()
 
         def create() -> Any:

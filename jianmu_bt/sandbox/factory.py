@@ -15,6 +15,9 @@ def create_runner(kind: str | Mapping[str, Any] = "inprocess", **options: Any) -
 
     `kind` is "inprocess", "local" (LocalSandbox) or "docker" (DockerSandbox), or a mapping with a
     `kind` key and the options (the YAML form `runner: {kind: docker, image: ...}`).
+
+    Both sandboxes built here have no network unless the options say `network: true` (the same
+    default as DockerSandbox's; LocalSandbox's own constructor default is not relied on).
     """
     if isinstance(kind, Mapping):
         options = {**{k: v for k, v in kind.items() if k != "kind"}, **options}
@@ -27,9 +30,9 @@ def create_runner(kind: str | Mapping[str, Any] = "inprocess", **options: Any) -
     if name == "local":
         from jianmu_bt.sandbox.local import LocalSandbox
 
-        return LocalSandbox(**options)
+        return LocalSandbox(**{"network": False, **options})
     if name == "docker":
         from jianmu_bt.sandbox.docker import DockerSandbox
 
-        return DockerSandbox(**options)
+        return DockerSandbox(**{"network": False, **options})
     raise ValueError(f"unknown runner {kind!r}: use one of {', '.join(RUNNER_KINDS)}")

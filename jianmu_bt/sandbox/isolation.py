@@ -7,6 +7,12 @@ bound back; /proc shows only the sandbox user's own processes), set rlimits, dro
 user, forbid regaining privileges. Each step reports what it did, or why it could not, so the
 sandbox can state exactly what holds on this machine.
 
+The worker then makes itself non-dumpable (`forbid_tracing`): code running as the same user (the
+calls' own processes) can then neither trace it, nor read its memory, nor open `/proc/<pid>/fd`,
+nor take its descriptors with `pidfd_getfd`. A process forked for one call closes every
+descriptor but its own (`close_fds_except`), dies with its parent and tightens the call's rlimits.
+`placement` decides which calls get such a process (the untrusted ones, by default).
+
 The namespace steps need root (CAP_SYS_ADMIN); a non-root user gets a network namespace through an
 unprivileged user namespace where the kernel allows it, and no file system confinement.
 """
@@ -18,6 +24,7 @@ import ctypes
 import math
 import os
 import resource
+import signal
 import stat
 from collections.abc import Iterable
 from pathlib import Path
@@ -28,8 +35,10 @@ CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x2, 0x4, 0x8
 MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 0x40000
-PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
 
+#: Which calls run in a fresh process of their own: the untrusted ones, all, or none.
+ISOLATE_POLICIES = ("untrusted", "all", "none")
 #: World-writable places every user shares; the sandbox gets empty private ones instead.
 SHARED_TMP_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 
@@ -206,6 +215,54 @@ def set_call_cpu_limit(cpu_seconds: int | None) -> None:
         resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
 
 
+def set_call_rlimits(limits: dict[str, Any]) -> None:
+    """Tighten a fresh call process's rlimits to the call's own limits (they never loosen).
+
+    CPU time counts from the process's start, so the call gets exactly `cpu_seconds` (then SIGXCPU,
+    one second later SIGKILL); memory and file size take the call's values where they are lower.
+    """
+    pairs = (
+        (resource.RLIMIT_AS, limits.get("memory_bytes"), 0),
+        (resource.RLIMIT_FSIZE, limits.get("max_file_bytes"), 0),
+        (resource.RLIMIT_CPU, limits.get("cpu_seconds"), 1),
+    )
+    for which, value, grace in pairs:
+        if not value:
+            continue
+        _, hard = resource.getrlimit(which)
+        soft = int(value) if hard == resource.RLIM_INFINITY else min(int(value), hard)
+        new_hard = soft + grace if hard == resource.RLIM_INFINITY else min(soft + grace, hard)
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(which, (soft, new_hard))
+
+
+def forbid_tracing() -> None:
+    """Make this process non-dumpable: processes of the same user cannot ptrace it, read its
+    memory, list or open its /proc/<pid>/fd, or copy its descriptors (pidfd_getfd).
+
+    Switching to the sandbox user already does this (fs.suid_dumpable is 0); without a switch of
+    user it must be asked for. Children forked afterwards inherit it.
+    """
+    prctl(PR_SET_DUMPABLE, 0)
+
+
+def die_with_parent(parent: int) -> None:
+    """SIGKILL this process when `parent` dies (the flag is not inherited across fork)."""
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(0)
+
+
+def close_fds_except(keep: Iterable[int]) -> None:
+    """Close every descriptor above 2 except `keep` (0-2 are /dev/null in a worker)."""
+    low = 3
+    for fd in sorted({k for k in keep if k >= 3}):
+        os.closerange(low, fd)
+        low = fd + 1
+    finite = [n for n in resource.getrlimit(resource.RLIMIT_NOFILE) if n != resource.RLIM_INFINITY]
+    os.closerange(low, min(max(finite, default=1 << 20), 1 << 20))
+
+
 def drop_privileges(uid: int, gid: int) -> None:
     """Become `uid`/`gid` for good (no supplementary groups), then verify it cannot go back."""
     os.setgroups([])
@@ -233,3 +290,79 @@ def count_user_tasks(uid: int) -> int:
                         total += int(line.split()[1])
                         break
     return total
+
+
+def apply_config(config: dict[str, Any]) -> dict[str, Any]:
+    """Apply the isolation steps a worker's configuration asks for, in order; returns what
+    was applied (or why not). Run once, in the worker, before anything untrusted."""
+    applied: dict[str, Any] = {}
+    as_root = os.geteuid() == 0
+    for procs in config.get("cgroup_procs") or []:
+        try:
+            with open(procs, "w") as handle:
+                handle.write(str(os.getpid()))
+            applied["cgroup"] = True
+        except OSError as exc:
+            applied["cgroup"] = f"could not join the cgroup: {exc}"
+    if config.get("network") is False:
+        leave_network(as_root)  # failure is fatal: no-network was asked for
+        applied["network"] = "isolated"
+    user = config.get("user")
+    mount_cfg = config.get("mount")
+    if mount_cfg:
+        try:
+            uid, gid = (user["uid"], user["gid"]) if user else (os.getuid(), os.getgid())
+            hidden = private_mounts(mount_cfg["keep"], uid, gid, mount_cfg["tmp_size"])
+            applied["mount"] = hidden
+            try:
+                hide_other_processes()
+                applied["proc"] = "hidepid"
+            except OSError as exc:
+                applied["proc"] = f"could not remount /proc: {exc}"
+        except OSError as exc:
+            applied["mount"] = f"could not build a private mount namespace: {exc}"
+    set_rlimits(config.get("limits", {}), nproc=config.get("nproc"), warm=config["warm"])
+    if user:
+        keep = (mount_cfg or {}).get("keep", [])
+        reachable = all(can_enter(p, user["uid"], {user["gid"]}) for p in keep)
+        if isinstance(applied.get("mount"), list) or reachable:
+            drop_privileges(user["uid"], user["gid"])
+            applied["user"] = user["uid"]
+        else:
+            applied["user"] = "kept: the sandbox user could not reach the Python installation"
+    with contextlib.suppress(OSError):
+        prctl(PR_SET_NO_NEW_PRIVS, 1)
+    if config.get("parent_pid"):
+        die_with_parent(config["parent_pid"])
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an over-size write fails with EFBIG instead
+    os.chdir(config["workspace"])
+    return applied
+
+
+def is_untrusted(tool: Any) -> bool:
+    """Whether `tool` runs code it is given: `sandbox_untrusted`, else an "exec" effect tag."""
+    marked = getattr(tool, "sandbox_untrusted", None)
+    if marked is not None:
+        return bool(marked)
+    return "exec" in (getattr(tool, "effect_tags", None) or ())
+
+
+def placement(tool: Any, policy: str) -> tuple[bool, str | None]:
+    """Where a call of `tool` runs under `policy` (ISOLATE_POLICIES): (in a process of its own,
+    the session key that process is kept for)."""
+    isolate = policy == "all" or (policy == "untrusted" and is_untrusted(tool))
+    session = getattr(tool, "sandbox_session", None) if isolate else None
+    return isolate, session if isinstance(session, str) else None
+
+
+def sweep_namespace(keep: set[int], parents: set[int]) -> None:
+    """Kill every process in this pid namespace but `keep` and the children of `parents`: in a
+    container nothing a call started may wait for the next call (to read its request from, or
+    write a reply to, the pipes the container's init holds)."""
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit() and int(entry.name) not in keep:
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                with open(f"/proc/{entry.name}/stat", "rb") as handle:
+                    stat = handle.read()
+                if int(stat[stat.rindex(b")") + 2 :].split()[1]) not in parents:
+                    os.kill(int(entry.name), signal.SIGKILL)

@@ -65,9 +65,15 @@ class SandboxLimits(BaseModel):
     | `max_file_bytes`   | 64 MiB  | RLIMIT_FSIZE: the largest file the call may write        |
     | `max_output_bytes` | 1 MiB   | the size of the JSON result that comes back              |
     | `cpus`             | 1.0     | DockerSandbox only: CPU share of the container           |
+    | `network`          | None    | False cuts the call off the network (see below)          |
 
     `max_processes` counts processes and threads the code starts (a cgroup counts threads too);
     the sandbox adds a few for its own worker. `None` switches a limit off (except `timeout`).
+
+    `network` is the call's side of network access: `None` leaves it to the sandbox's own
+    `network` option, `False` asks for no network, `True` asks for it. A call is online only when
+    the sandbox allows it *and* the limits do not say False. Code-running tools (`bash`,
+    `python_repl`) ask for False unless they were built with `network=True`.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -80,6 +86,9 @@ class SandboxLimits(BaseModel):
     max_file_bytes: int | None = Field(64 * 1024**2, gt=0, description="largest file written")
     max_output_bytes: int = Field(1024**2, gt=0, description="size of the returned result")
     cpus: float | None = Field(1.0, gt=0, description="DockerSandbox CPU share")
+    network: bool | None = Field(
+        None, description="False: no network for the call; None: as the sandbox's option says"
+    )
 
     @field_validator("memory_bytes", "max_file_bytes", "max_output_bytes", mode="before")
     @classmethod
@@ -100,6 +109,11 @@ class SandboxLimits(BaseModel):
             current = getattr(self, key)
             changes[key] = value if current is None else min(current, value)
         return self.model_copy(update=changes) if changes else self
+
+    def allows_network(self, sandbox_network: bool) -> bool:
+        """Whether a call with these limits is online in a sandbox whose option is
+        `sandbox_network`: both must allow it (the limits allow unless they say False)."""
+        return bool(sandbox_network) and self.network is not False
 
 
 def limit_error(limit: LimitName, detail: str) -> dict[str, Any]:

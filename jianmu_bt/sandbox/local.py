@@ -12,7 +12,11 @@ offers one, and optionally no network. A wall-clock timeout or a cancellation ki
 group; every failure comes back as a result whose error names the limit that was hit.
 
 `warm=True` keeps one worker for many calls (calls are serialised); it is replaced after a limit
-is hit and killed by `aclose()`. The default starts a fresh worker per call.
+is hit and killed by `aclose()`. The default starts a fresh worker per call. Untrusted calls
+(python_repl, bash, tools marked `sandbox_untrusted`; see `isolate_calls`) never run in the
+worker itself: each gets a fresh process forked from a clean copy of it, which cannot reach the
+channel, so no call can forge another's result or leave anything running into the next one.
+Every reply must carry its call's id and a fresh random nonce, or the worker is replaced.
 `isolation` states what holds on this machine; see docs/sandboxes.md.
 """
 
@@ -23,6 +27,7 @@ import itertools
 import json
 import logging
 import os
+import secrets
 import shutil
 import signal
 import sys
@@ -33,9 +38,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import anyio
+import anyio.to_thread
 
 from jianmu_bt.sandbox.cgroups import CgroupSet
-from jianmu_bt.sandbox.isolation import can_read, count_user_tasks
+from jianmu_bt.sandbox.isolation import ISOLATE_POLICIES, can_read, count_user_tasks, placement
 from jianmu_bt.sandbox.limits import SandboxLimits, format_size, limit_error, sandbox_error
 from jianmu_bt.sandbox.plan import IsolationPlan, IsolationReport, import_roots
 from jianmu_bt.sandbox.process import ReplyTooLarge, WorkerGone, WorkerProcess
@@ -47,8 +53,9 @@ logger = logging.getLogger(__name__)
 
 #: Environment variables passed through by default; everything else is dropped.
 DEFAULT_ENV_ALLOW: tuple[str, ...] = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM")
-#: Tasks the worker itself needs (its main thread and a few helper threads) on top of the limit.
-WORKER_TASKS = 8
+#: Tasks the sandbox itself needs on top of the limit: the worker and its threads, its fork
+#: server, a spare call process and the running call's own process with their threads.
+WORKER_TASKS = 16
 _PER_CALL_LIMITS = ("cpu_seconds", "max_output_bytes", "memory_bytes", "max_file_bytes")
 
 
@@ -56,13 +63,12 @@ class _Holder:
     """What the finaliser needs without keeping the sandbox alive."""
 
     def __init__(self) -> None:
-        self.worker: WorkerProcess | None = None
+        self.workers: dict[bool, WorkerProcess] = {}  # warm workers by network (online or not)
         self.workspace_owned: str | None = None
 
     def close(self) -> None:
-        if self.worker is not None:
-            self.worker.kill()
-            self.worker = None
+        while self.workers:
+            self.workers.popitem()[1].kill()
         if self.workspace_owned:
             shutil.rmtree(self.workspace_owned, ignore_errors=True)
             self.workspace_owned = None
@@ -84,6 +90,11 @@ class LocalSandbox:
         tmp_size: size of the private /tmp, /var/tmp and /dev/shm (when we are root).
         start_timeout: seconds a worker may take to start, on top of each call's timeout.
         python: the interpreter for the child; this one by default.
+        isolate_calls: which calls run in a fresh process of their own instead of the worker:
+            "untrusted" (the default: tools marked `sandbox_untrusted = True`, else those with
+            the "exec" effect tag, such as python_repl and bash), "all", or "none" (every call
+            runs in the worker; only for code you trust, since a call can then tamper with the
+            worker and forge the results of later calls).
     """
 
     def __init__(
@@ -99,7 +110,13 @@ class LocalSandbox:
         tmp_size: str = "64m",
         start_timeout: float = 30.0,
         python: str | None = None,
+        isolate_calls: str = "untrusted",
     ) -> None:
+        if isolate_calls not in ISOLATE_POLICIES:
+            raise ValueError(
+                f"LocalSandbox(isolate_calls={isolate_calls!r}): choose one of {ISOLATE_POLICIES}"
+            )
+        self.isolate_calls = isolate_calls
         self.limits = limits if isinstance(limits, SandboxLimits) else SandboxLimits(**limits or {})
         self.id = uuid.uuid4().hex[:12]
         self.warm = warm
@@ -137,27 +154,30 @@ class LocalSandbox:
         except (TypeError, ValueError) as exc:
             return sandbox_error(f"the arguments of '{tool.name}' are not JSON: {exc}")
         limits = self.limits.tightened(getattr(tool, "sandbox_limits", None))
+        isolate, session = placement(tool, self.isolate_calls)
+        where = {"isolate": isolate, "session": session}
+        online = limits.allows_network(self.network)  # the sandbox and the call must both allow
         if not self.warm:
-            worker = await self._start_worker(limits, warm=False)
+            worker = await self._start_worker(limits, warm=False, network=online)
             if isinstance(worker, dict):
                 return worker
             try:
-                return await self._call(worker, spec, args, limits)
+                return await self._call(worker, spec, args, limits, where)
             finally:
-                worker.kill()
+                await worker.akill()
         async with self._lock:
-            worker = self._holder.worker
-            if worker is None or not worker.alive:
-                worker = await self._start_worker(self.limits, warm=True)
-                if isinstance(worker, dict):
+            worker = self._holder.workers.get(online)
+            if worker is None or not worker.alive:  # (an offline call of an online sandbox
+                worker = await self._start_worker(self.limits, warm=True, network=online)
+                if isinstance(worker, dict):  # gets an offline warm worker of its own)
                     return worker
-                self._holder.worker = worker
+                self._holder.workers[online] = worker
             try:
-                return await self._call(worker, spec, args, limits)
+                return await self._call(worker, spec, args, limits, where)
             finally:
                 if not worker.alive:
-                    worker.kill()
-                    self._holder.worker = None
+                    await worker.akill()
+                    self._holder.workers.pop(online, None)
 
     async def start(self) -> IsolationReport:
         """Start the warm worker now (instead of on the first call); returns the isolation report.
@@ -165,14 +185,15 @@ class LocalSandbox:
         Raises RuntimeError when the worker cannot start.
         """
         async with self._lock:
-            if self._holder.worker is None or not self._holder.worker.alive:
+            current = self._holder.workers.get(self.network)
+            if current is None or not current.alive:
                 worker = await self._start_worker(self.limits, warm=self.warm)
                 if isinstance(worker, dict):
                     raise RuntimeError(worker["error"])
                 if not self.warm:
-                    worker.kill()
+                    await worker.akill()
                     return self.isolation
-                self._holder.worker = worker
+                self._holder.workers[self.network] = worker
         return self.isolation
 
     @property
@@ -187,14 +208,19 @@ class LocalSandbox:
 
     @property
     def worker_pid(self) -> int | None:
-        """The pid of the warm worker, when one is running."""
-        worker = self._holder.worker
+        """The pid of the warm worker (of the sandbox's own network setting), when one runs."""
+        worker = self._holder.workers.get(self.network)
         return worker.pid if worker is not None and worker.alive else None
 
     async def aclose(self) -> None:
-        """Kill the warm worker and everything it started; remove a temporary workspace."""
-        async with self._lock:
-            self._holder.close()
+        """Kill the warm workers and everything they started; remove a temporary workspace."""
+        with anyio.CancelScope(shield=True):
+            async with self._lock:
+                while self._holder.workers:
+                    await self._holder.workers.popitem()[1].akill()
+                owned, self._holder.workspace_owned = self._holder.workspace_owned, None
+                if owned:
+                    await anyio.to_thread.run_sync(shutil.rmtree, owned, True)
 
     async def __aenter__(self) -> LocalSandbox:
         return self
@@ -236,7 +262,9 @@ class LocalSandbox:
         env.update({str(k): str(v) for k, v in extra.items()})
         return env
 
-    def _config(self, limits: SandboxLimits, warm: bool, cgroup: CgroupSet | None) -> dict:
+    def _config(
+        self, limits: SandboxLimits, warm: bool, cgroup: CgroupSet | None, network: bool
+    ) -> dict:
         plan = self.plan
         nproc = None
         if cgroup is None and limits.max_processes and (plan.user or not plan.as_root):
@@ -255,7 +283,7 @@ class LocalSandbox:
             "limits": limits.model_dump(),
             "warm": warm,
             "cgroup_procs": cgroup.procs_files if cgroup else [],
-            "network": self.network,
+            "network": network,
             "mount": mount,
             "user": {"uid": plan.user[0], "gid": plan.user[1]} if plan.user else None,
             "nproc": nproc,
@@ -263,23 +291,29 @@ class LocalSandbox:
             "parent_pid": os.getpid(),
         }
 
-    async def _start_worker(self, limits: SandboxLimits, warm: bool) -> WorkerProcess | dict:
+    async def _start_worker(
+        self, limits: SandboxLimits, warm: bool, network: bool | None = None
+    ) -> WorkerProcess | dict:
+        network = self.network if network is None else network
         pids_max = limits.max_processes + WORKER_TASKS if limits.max_processes else None
         cgroup, reason = CgroupSet.create(pids_max, limits.memory_bytes, tag=self.id)
         argv = [self.python, "-I", "-B", "-c", BOOTSTRAP, json.dumps(sys.path)]
         try:
-            worker = WorkerProcess(argv, self._env, self._config(limits, warm, cgroup), cgroup)
+            config = self._config(limits, warm, cgroup, network)
+            worker = WorkerProcess(argv, self._env, config, cgroup)
         except OSError as exc:
             return sandbox_error(f"cannot start the worker {self.python!r}: {exc}")
         try:
             with anyio.fail_after(self.start_timeout):
                 ready = await worker.start()
         except (RuntimeError, TimeoutError) as exc:
-            worker.kill()
+            await worker.akill()
             return sandbox_error(str(exc) or f"the worker did not start in {self.start_timeout}s")
         except BaseException:
-            worker.kill()
+            await worker.akill()
             raise
+        if network != self.network:  # a call's own offline worker: not what the sandbox gives
+            return worker
         self._report = IsolationReport.build(self.plan, ready.get("applied", {}), reason or None)
         if self._report.warnings and not self._warned:
             self._warned = True
@@ -287,33 +321,46 @@ class LocalSandbox:
         return worker
 
     async def _call(
-        self, worker: WorkerProcess, spec: dict[str, Any], args: Any, limits: SandboxLimits
+        self,
+        worker: WorkerProcess,
+        spec: dict[str, Any],
+        args: Any,
+        limits: SandboxLimits,
+        where: dict[str, Any],
     ) -> Any:
         per_call = {k: getattr(limits, k) for k in _PER_CALL_LIMITS}
-        request = {"id": next(self._ids), "tool": spec, "args": args, "limits": per_call}
+        nonce = secrets.token_hex(16)
+        request = {"id": next(self._ids), "nonce": nonce, "tool": spec, "args": args}
+        request.update(limits=per_call, **where)
         before = worker.hits()
         try:
             with anyio.fail_after(limits.timeout):
                 reply = await worker.request(request, limits.max_output_bytes + (1 << 16))
         except TimeoutError:
-            worker.kill()
+            await worker.akill()
             detail = f"the call ran longer than {limits.timeout:g} s and was killed"
             return self._with_hits(limit_error("timeout", detail), worker, before, limits)
         except ReplyTooLarge:
-            worker.kill()
+            await worker.akill()
             cap = limits.max_output_bytes
             return limit_error("output", f"the result is over the {cap:,}-byte limit")
         except WorkerGone:
-            worker.kill()
+            await worker.akill()
             return self._died(worker, before, limits)
         except BaseException:  # cancelled: nothing may outlive the call
-            worker.kill()
+            await worker.akill()
             raise
+        if reply.get("id") != request["id"] or reply.get("nonce") != nonce:
+            await worker.akill()
+            return sandbox_error(
+                "the worker's reply did not carry this call's id and nonce; the worker was replaced"
+            )
         raw = self._with_hits(reply.get("raw"), worker, before, limits)
-        if reply.get("restart") or raw is not reply.get("raw"):
-            worker.kill()
+        if reply.get("restart") or raw is not reply.get("raw") or worker.stray_bytes:
+            await worker.akill()  # a limit was hit, or something else wrote on the channel
         else:
-            worker.sweep()
+            keep = [pid for pid in reply.get("keep") or () if isinstance(pid, int)]
+            await worker.asweep(keep)
         return raw
 
     def _with_hits(

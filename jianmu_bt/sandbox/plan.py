@@ -7,10 +7,14 @@ plain statement the sandbox logs and returns from `LocalSandbox.isolation`.
 
 from __future__ import annotations
 
+import atexit
+import fnmatch
 import os
 import pwd
+import shutil
 import sys
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,8 +52,14 @@ def import_roots(readable: Callable[[str], bool] | None = None) -> list[str]:
     roots -= shared
     if readable is not None:  # a directory the sandbox user cannot read: keep its modules only
         roots = {root for root in roots if readable(root)}
-    prefixes = tuple(root.rstrip("/") + "/" for root in roots)
-    extra: set[str] = set()
+    return sorted(roots | loaded_code_tops(roots))
+
+
+def loaded_code_tops(outside: Iterable[str]) -> set[str]:
+    """The top package directory (or top-level module file) of every loaded module that does not
+    live under one of the directories `outside`."""
+    prefixes = tuple(root.rstrip("/") + "/" for root in outside)
+    tops: set[str] = set()
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None)
         name = getattr(module, "__name__", None) or ""
@@ -63,8 +73,8 @@ def import_roots(readable: Callable[[str], bool] | None = None) -> list[str]:
         top = path
         for _ in range(depth):
             top = os.path.dirname(top)
-        extra.add(top)
-    return sorted(roots | extra)
+        tops.add(top)
+    return tops
 
 
 @dataclass
@@ -167,3 +177,217 @@ class IsolationReport:
                 "secrets: the code can read the files and /proc entries of the current user"
             )
         return cls(user, filesystem, network, processes, memory, secrets, tuple(warnings))
+
+
+# -- what a container may see of the host ------------------------------------------------------
+
+#: Files and directories that are never shared with a sandbox, matched case-insensitively against
+#: a path's last component (a pattern with "/" against its last components). DockerSandbox mounts
+#: no code root that matches, and covers every match inside a mounted directory (the code it
+#: shares and the workspace) with an empty read-only file or directory. Templates such as
+#: `.env.example` match too: the list errs on the side of hiding.
+_SECRET_LIST = """
+    .env .env.* *.env .envrc
+    *.pem *.key *.p12 *.pfx *.jks *.keystore *.ppk *.kdbx id_rsa* id_dsa* id_ecdsa* id_ed25519*
+    .git-credentials .git/config .netrc _netrc .npmrc .pypirc .pgpass .my.cnf .htpasswd
+    .dockercfg .vault-token .s3cfg .boto credentials credentials.json
+    secrets.json secrets.yaml secrets.yml secrets.toml *.tfvars *.tfstate *.tfstate.*
+    .ssh .aws .azure .gnupg .docker .kube .password-store .config/gcloud .config/gh
+"""
+SECRET_PATTERNS: tuple[str, ...] = tuple(_SECRET_LIST.split())
+
+#: Entries a plan walks (in mounted directories) before it gives up and refuses.
+MAX_SCANNED_ENTRIES = 200_000
+
+
+class SecretScanError(ValueError):
+    """A mount cannot be planned safely (a secret path, or too much to check)."""
+
+
+def secret_match(path: str, patterns: Iterable[str] = SECRET_PATTERNS) -> str | None:
+    """The pattern `path` (its last components) matches, else None."""
+    parts = path.lower().rstrip("/").split("/")
+    for pattern in patterns:
+        wanted = pattern.lower().split("/")
+        if len(wanted) <= len(parts) and all(
+            fnmatch.fnmatchcase(part, want)
+            for part, want in zip(parts[-len(wanted) :], wanted, strict=True)
+        ):
+            return pattern
+    return None
+
+
+def secret_within(path: str, patterns: Iterable[str] = SECRET_PATTERNS) -> str | None:
+    """The pattern matched by `path` or by any directory above it, else None."""
+    patterns = tuple(patterns)
+    parts = path.rstrip("/").split("/")
+    for end in range(2, len(parts) + 1):
+        found = secret_match("/".join(parts[:end]), patterns)
+        if found:
+            return found
+    return None
+
+
+def _scan(root: str, patterns: tuple[str, ...], budget: list[int]) -> tuple[list, list]:
+    """(secret paths with is-dir flags, symbolic links) under `root`; links are not followed."""
+    secrets: list[tuple[str, bool]] = []
+    links: list[str] = []
+    stack = [root]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        budget[0] -= len(entries)
+        if budget[0] < 0:
+            raise SecretScanError(
+                f"more than {MAX_SCANNED_ENTRIES:,} entries to check for secret files under "
+                f"{root}; share a smaller directory"
+            )
+        for entry in entries:
+            if entry.is_symlink():
+                links.append(entry.path)
+            elif secret_match(entry.path, patterns):
+                secrets.append((entry.path, entry.is_dir(follow_symlinks=False)))
+            elif entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+    return secrets, links
+
+
+def find_secrets(root: str, patterns: Iterable[str] = SECRET_PATTERNS) -> list[tuple[str, bool]]:
+    """The secret files and directories (path, is-dir) under `root`, for any sandbox that shares
+    a host directory and must cover them; links are not followed (see MountPlan for those)."""
+    return _scan(os.path.realpath(root), tuple(patterns), [MAX_SCANNED_ENTRIES])[0]
+
+
+@dataclass(frozen=True)
+class ContainerMount:
+    """One mount of a container: a host path (or an empty tmpfs when `source` is None)."""
+
+    target: str
+    source: str | None
+    read_only: bool = True
+
+    def to_docker(self) -> dict[str, Any]:
+        """The Docker Engine API form (a HostConfig `Mounts` item)."""
+        if self.source is None:
+            options = {"SizeBytes": 4096, "Mode": 0o555}
+            return {
+                "Target": self.target,
+                "Type": "tmpfs",
+                "ReadOnly": True,
+                "TmpfsOptions": options,
+            }
+        return {
+            "Target": self.target,
+            "Source": self.source,
+            "Type": "bind",
+            "ReadOnly": self.read_only,
+        }
+
+
+@dataclass(frozen=True)
+class MountPlan:
+    """What a container sees of the host: the code it shares (read-only, at the same paths), the
+    workspace (writable), and an empty read-only cover over every secret inside them."""
+
+    mounts: tuple[ContainerMount, ...]
+    python_path: tuple[str, ...]
+    hidden: tuple[str, ...]
+
+    @classmethod
+    def build(
+        cls,
+        workspace: str,
+        *,
+        target: str = "/workspace",
+        code: Iterable[str] | None = None,
+        patterns: Iterable[str] = SECRET_PATTERNS,
+    ) -> MountPlan:
+        """Plan the mounts for `workspace` (mounted at `target`) and `code` (host paths, shared
+        read-only; default none). Raises SecretScanError for a secret workspace or too much to
+        check. A code root that is itself secret is left out."""
+        patterns = tuple(patterns)
+        workspace = os.path.realpath(workspace)
+        if patterns and secret_within(workspace, patterns):
+            found = secret_within(workspace, patterns)
+            raise SecretScanError(f"the workspace {workspace} is a secret location ({found!r})")
+        roots: list[str] = []
+        for root in sorted({os.path.realpath(p) for p in code or ()}):
+            if not os.path.exists(root) or (patterns and secret_within(root, patterns)):
+                continue
+            if not any(root.startswith(kept.rstrip("/") + "/") for kept in roots):
+                roots.append(root)
+        places = [(root, root) for root in roots] + [(workspace, target)]
+        mounts = [ContainerMount(root, root) for root in roots]
+        mounts.append(ContainerMount(target, workspace, read_only=False))
+        covers: dict[str, bool] = {}
+        budget = [MAX_SCANNED_ENTRIES]
+        for host, _ in places:
+            if not patterns or not os.path.isdir(host):
+                continue
+            secrets, links = _scan(host, patterns, budget)
+            covers.update(secrets)
+            for link in links:  # a link to a secret inside a mount: cover where it leads
+                real = os.path.realpath(link)
+                if secret_match(link, patterns) or secret_match(real, patterns):
+                    covers.setdefault(real, os.path.isdir(real))
+        sources = {host for host, _ in places}
+        hidden: list[str] = []
+        covered_dirs: list[str] = []
+        for host, is_dir in sorted(covers.items()):
+            if host in sources or not os.path.lexists(host):
+                continue
+            if any(host.startswith(d + "/") for d in covered_dirs):
+                continue  # already inside an empty cover
+            if is_dir:
+                covered_dirs.append(host)
+            for inside in _container_paths(host, places):  # outside every mount: absent anyway
+                mounts.append(ContainerMount(inside, None if is_dir else empty_file()))
+                hidden.append(inside)
+        return cls(tuple(mounts), _python_path(roots), tuple(hidden))
+
+
+def empty_file() -> str:
+    """A private, empty, read-only regular file (one per process) that covers secret files: a
+    write to a covered file fails (read-only mount) instead of vanishing as into /dev/null."""
+    if not _EMPTY or not os.path.isfile(_EMPTY[0]) or os.path.getsize(_EMPTY[0]):
+        directory = tempfile.mkdtemp(prefix="jianmu-cover-")
+        path = os.path.join(directory, "empty")
+        with open(path, "x"):
+            pass
+        os.chmod(path, 0o444)
+        atexit.register(shutil.rmtree, directory, True)
+        _EMPTY[:] = [path]
+    return _EMPTY[0]
+
+
+_EMPTY: list[str] = []
+
+
+def _container_paths(host: str, places: list[tuple[str, str]]) -> list[str]:
+    """Where the host path `host` appears in the container (once per mount that holds it)."""
+    found = []
+    for source, target in places:
+        if host.startswith(source.rstrip("/") + "/"):
+            found.append(target.rstrip("/") + host[len(source.rstrip("/")) :])
+    return found
+
+
+def _python_path(roots: list[str]) -> tuple[str, ...]:
+    """The import path entries that reach `roots` (their parents), in this process's order."""
+    parents = {os.path.dirname(root) for root in roots}
+    entries = [os.path.realpath(p) for p in sys.path if p and os.path.isabs(p)]
+    ordered = [entry for entry in entries if entry in parents]
+    return tuple(dict.fromkeys([*ordered, *sorted(parents)]))
+
+
+def shared_code_roots() -> list[str]:
+    """What DockerSandbox(share_code=True) mounts: the top package directory (or module file) of
+    every loaded module from outside the Python installation (which the image brings itself)."""
+    installation = {
+        os.path.realpath(p)
+        for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)
+    }
+    shared = {*SHARED_TMP_DIRS, "/"}
+    return sorted(top for top in loaded_code_tops(installation) if top not in shared)

@@ -1,10 +1,13 @@
-"""WorkerProcess: the parent's handle on one LocalSandbox worker process.
+"""WorkerProcess: the parent's handle on one LocalSandbox worker process (and ChildProcess: the
+worker's handle on one call process it runs untrusted code in).
 
 The channel is a Unix socket pair on the child's stdin/stdout, read without blocking through the
 event loop (`anyio.wait_readable`), so a worker is not tied to the event loop that started it.
-Killing is synchronous and total: the process group, then everything left in the worker's cgroup
-(or, without one, in its session), then the worker is reaped. It is safe to call from a
-cancellation path and from a finaliser.
+Killing is total: the process group, then everything left in the worker's cgroup (or, without
+one, in its session), then the worker is reaped and its cgroup removed. The procedure is written
+once, as steps that say how long to pause before looking again (`_kill_steps`): `akill` and
+`asweep` pause with `anyio.sleep`, so the event loop never stalls, and shield themselves from
+cancellation; `kill` pauses with `time.sleep`, for a finaliser, where no event loop runs.
 """
 
 from __future__ import annotations
@@ -12,18 +15,21 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import anyio
 
 from jianmu_bt.sandbox.cgroups import CgroupSet
+from jianmu_bt.sandbox.limits import limit_error, sandbox_error
 
 _READ_CHUNK = 1 << 16
+_KILL_DEADLINE = 3.0  # seconds to keep killing (processes can be forked while we kill)
 
 
 class WorkerGone(Exception):
@@ -34,19 +40,36 @@ class ReplyTooLarge(Exception):
     """A reply line grew past the byte cap before it ended."""
 
 
-def session_pids(sid: int) -> set[int]:
-    """Processes whose session id is `sid` (the fallback when there is no cgroup)."""
-    found: set[int] = set()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
+def _stat_fields(pid: int | str) -> list[bytes]:
+    """The fields of /proc/<pid>/stat after the command name: state ppid pgrp session ..."""
+    with open(f"/proc/{pid}/stat", "rb") as handle:
+        data = handle.read()
+    return data[data.rindex(b")") + 2 :].split()
+
+
+def _scan(pids: Iterable[int | str], session: int | None = None) -> dict[int, int]:
+    """{pid: parent pid} of those `pids` that still run (not exited), in `session` if given."""
+    found: dict[int, int] = {}
+    for pid in pids:
         with contextlib.suppress(OSError, ValueError, IndexError):
-            with open(f"/proc/{entry.name}/stat", "rb") as handle:
-                data = handle.read()
-            fields = data[data.rindex(b")") + 2 :].split()
-            if int(fields[3]) == sid:  # state ppid pgrp session
-                found.add(int(entry.name))
+            fields = _stat_fields(pid)
+            if fields[0] != b"Z" and (session is None or int(fields[3]) == session):
+                found[int(pid)] = int(fields[1])
     return found
+
+
+def session_pids(sid: int) -> set[int]:
+    """Running processes whose session id is `sid` (the fallback when there is no cgroup)."""
+    entries = (entry.name for entry in os.scandir("/proc") if entry.name.isdigit())
+    return set(_scan(entries, sid))
+
+
+def _pauses(first: float = 0.0005, longest: float = 0.02) -> Iterator[float]:
+    """Growing pauses between looks at processes that are on their way out."""
+    pause = first
+    while True:
+        yield pause
+        pause = min(pause * 2, longest)
 
 
 class WorkerProcess:
@@ -127,6 +150,11 @@ class WorkerProcess:
                 raise WorkerGone("the worker closed its channel")
             self._buffer += chunk
 
+    @property
+    def stray_bytes(self) -> int:
+        """Bytes read past the last reply (a sound worker writes exactly one line per request)."""
+        return len(self._buffer)
+
     async def start(self) -> dict[str, Any]:
         """Send the configuration and wait for the ready line; raises RuntimeError on failure."""
         try:
@@ -137,7 +165,7 @@ class WorkerProcess:
             ready = {"ready": False}
         if not ready.get("ready"):
             stderr = await self._stderr_tail()
-            self.kill()
+            await self.akill()
             reason = ready.get("error") or stderr or f"exit status {self.proc.returncode}"
             raise RuntimeError(f"the sandbox worker failed to start: {reason}")
         if self.proc.stderr is not None:
@@ -176,57 +204,120 @@ class WorkerProcess:
             return {}
         return self._final_hits if self._final_hits is not None else self.cgroup.hits()
 
-    def extra_processes(self) -> set[int]:
-        """Processes the calls started that are still running (the worker itself excluded)."""
+    def _members(self) -> dict[int, int]:
+        """{pid: parent pid} of the worker's running processes: its cgroup, else its session."""
         if self.cgroup is not None:
-            if self.cgroup.task_count() <= 1:
-                return set()
-            return self.cgroup.pids() - {self.pid}
-        return session_pids(self.pid) - {self.pid}
+            return _scan(self.cgroup.pids())
+        entries = (entry.name for entry in os.scandir("/proc") if entry.name.isdigit())
+        return _scan(entries, self.pid)
 
-    def sweep(self) -> None:
-        """Kill whatever the last call left running, keeping the worker."""
-        extra = self.extra_processes()
-        if not extra:
-            return
-        if self.cgroup is not None:
-            self.cgroup.kill_all(exclude=self.pid)
-        for pid in extra:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
+    def extra_processes(self, keep: Iterable[int] = ()) -> set[int]:
+        """Processes the calls left running: all but the worker, `keep` and `keep`'s children
+        (the worker's helpers: its fork server, with the spare and session processes)."""
+        if self.cgroup is not None and self.cgroup.task_count() <= 1:
+            return set()
+        return self._targets({self.pid}, set(keep))
 
-    def kill(self) -> None:
-        """Kill the worker and everything it started; reap it; remove its cgroup. Idempotent."""
-        if self._killed:
-            return
-        self._killed = True
+    def _targets(self, spared: set[int], parents: set[int] | frozenset[int]) -> set[int]:
+        members = self._members()
+        return {
+            pid
+            for pid, ppid in members.items()
+            if pid not in spared and pid not in parents and ppid not in parents
+        }
+
+    def _terminate(
+        self, spared: set[int], parents: set[int] | frozenset[int] = frozenset()
+    ) -> Iterator[float]:
+        """SIGKILL every process of the worker but `spared`, `parents` and their children,
+        until none is left (bounded)."""
+        end = time.monotonic() + _KILL_DEADLINE
+        pauses = _pauses()
+        while (targets := self._targets(spared, parents)) and time.monotonic() < end:
+            for pid in targets:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            yield next(pauses)
+
+    def _kill_steps(self) -> Iterator[float]:
+        """The whole kill; yields the seconds to pause before the next look."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signal.SIGKILL)
-        if self.cgroup is not None:
-            self.cgroup.kill_all()
-        else:
-            end = time.monotonic() + 3
-            while (pids := session_pids(self.pid)) and time.monotonic() < end:
-                for pid in pids:
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.kill(pid, signal.SIGKILL)
-                time.sleep(0.002)
-        self._reap()
+        if self.cgroup is not None and self.cgroup.version == 2 and self.cgroup.pids_dir:
+            with contextlib.suppress(OSError):
+                (self.cgroup.pids_dir / "cgroup.kill").write_text("1")
+        yield from self._terminate(set())
+        yield from self._reap_steps()
         self.sock.close()
         if self.proc.stderr is not None:
             self.proc.stderr.close()
         if self.cgroup is not None:
             self._final_hits = self.cgroup.hits()
-            self.cgroup.remove()
+            yield from self._remove_cgroup_steps()
 
-    def _reap(self) -> None:
+    def _reap_steps(self) -> Iterator[float]:
         # wait4, not Popen.wait: the resource usage tells a CPU-limit kill from other kills.
-        if self.proc.returncode is not None:
+        end = time.monotonic() + _KILL_DEADLINE
+        pauses = _pauses()
+        while self.proc.returncode is None:
+            try:
+                pid, status, usage = os.wait4(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid:
+                self.proc.returncode = os.waitstatus_to_exitcode(status)
+                self.cpu_used = usage.ru_utime + usage.ru_stime
+                return
+            if time.monotonic() > end:
+                return
+            yield next(pauses)
+
+    def _remove_cgroup_steps(self) -> Iterator[float]:
+        assert self.cgroup is not None
+        dirs = {d for d in (self.cgroup.pids_dir, self.cgroup.memory_dir) if d is not None}
+        for directory in dirs:
+            pauses = _pauses(0.001, 0.02)
+            end = time.monotonic() + _KILL_DEADLINE
+            while True:
+                try:
+                    directory.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:  # busy while the last exits finish
+                    if time.monotonic() > end:
+                        break
+                    yield next(pauses)
+
+    def kill(self) -> None:
+        """Kill the worker and everything it started; reap it; remove its cgroup. Idempotent.
+
+        Blocks (with `time.sleep`): for finalisers and other places without an event loop.
+        """
+        if self._killed:
             return
-        with contextlib.suppress(ChildProcessError):
-            _, status, usage = os.wait4(self.pid, 0)
-            self.proc.returncode = os.waitstatus_to_exitcode(status)
-            self.cpu_used = usage.ru_utime + usage.ru_stime
+        self._killed = True
+        for pause in self._kill_steps():
+            time.sleep(pause)
+
+    async def akill(self) -> None:
+        """`kill` for the event loop: pauses with anyio sleeps; completes even when cancelled."""
+        if self._killed:
+            return
+        self._killed = True
+        with anyio.CancelScope(shield=True):
+            for pause in self._kill_steps():
+                await anyio.sleep(pause)
+
+    async def asweep(self, keep: Iterable[int] = ()) -> None:
+        """Kill whatever the last call left running: all but the worker, `keep` and the
+        children of `keep`. Nobody chooses its parent, so a call cannot shelter behind these."""
+        parents = set(keep)
+        if not self.extra_processes(parents):
+            return
+        with anyio.CancelScope(shield=True):
+            for pause in self._terminate({self.pid}, parents):
+                await anyio.sleep(pause)
 
     @property
     def alive(self) -> bool:
@@ -237,3 +328,70 @@ class WorkerProcess:
         """The signal that ended the worker, if one did (after it exited)."""
         code = self.proc.poll()
         return -code if code is not None and code < 0 else None
+
+
+def pidfd_open(pid: int) -> int | None:
+    """A descriptor that turns readable when `pid` ends (None where the kernel has none)."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+class ChildProcess:
+    """The worker's handle on one call process: its socket, and a pidfd that says when it ends."""
+
+    def __init__(self, pid: int, sock: socket.socket) -> None:
+        self.pid = pid
+        self.sock = sock
+        self.buffer = bytearray()
+        self.pidfd = _pidfd(pid)
+
+    def ask(self, request: dict[str, Any], cap: int) -> dict[str, Any] | None:
+        """Send a request and read one reply line; None when the process ended without one."""
+        self.buffer.clear()  # a session's stale output is never taken for this call's reply
+        with contextlib.suppress(OSError):
+            for _ in range(64):
+                if not self.sock.recv(1 << 16, socket.MSG_DONTWAIT):
+                    break
+        try:
+            self.sock.sendall(json.dumps(request).encode() + b"\n")
+        except OSError:
+            return None
+        poller = select.poll()
+        for fd in (self.sock.fileno(), self.pidfd):
+            if fd is not None:
+                poller.register(fd, select.POLLIN)
+        while (end := self.buffer.find(b"\n")) < 0:
+            if len(self.buffer) > cap:
+                return {"raw": limit_error("output", f"the result is over {cap:,} bytes")}
+            ended = self.pidfd in {fd for fd, _ in poller.poll()}
+            try:
+                chunk = self.sock.recv(1 << 16, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                if ended:
+                    return None
+                continue
+            except OSError:
+                return None
+            if not chunk:
+                return None
+            self.buffer += chunk
+        try:
+            reply = json.loads(self.buffer[:end])
+        except (ValueError, RecursionError):
+            reply = None
+        return reply if isinstance(reply, dict) else {"raw": sandbox_error("an unreadable result")}
+
+    def close(self) -> None:
+        """Close the worker's descriptors for this process."""
+        self.sock.close()
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+
+
+def _pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None

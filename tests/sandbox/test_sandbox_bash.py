@@ -12,8 +12,9 @@ pytestmark = pytest.mark.anyio
 
 async def test_it_returns_output_and_the_exit_code():
     result = await BashTool().call({"command": "echo out; echo err >&2; exit 3"})
-    assert result.ok
+    assert not result.ok and "status 3" in result.error
     assert result.output == {"exit_code": 3, "stdout": "out\n", "stderr": "err\n"}
+    assert (await BashTool().call({"command": "echo fine"})).ok
 
 
 async def test_a_command_ends_at_the_timeout_with_its_partial_output():

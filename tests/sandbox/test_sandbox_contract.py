@@ -100,7 +100,7 @@ async def test_code_cannot_delete_or_write_files_outside_the_workspace(make_sand
             {"command": f"rm -rf {victim_dir}; rm -rf /usr/bin 2>&1; touch /etc/pwned"},
             runner=sandbox,
         )
-        assert result.ok and shell.ok
+        assert result.ok and not shell.ok  # the shell's writes were refused: a failed command
         if make_sandbox.kind == "local":
             assert result.output["seen"]  # visible, so the refusal below is the OS's doing
         with open(f"{victim_dir}/data/keep.txt") as handle:

@@ -1,9 +1,15 @@
-"""bash: run a shell command in a sandbox, with a timeout, output caps and the exit code.
+"""bash: run a shell command in a sandbox, with a timeout, output caps and the exit status.
 
 Like python_repl, the command never runs in the caller's process (see `SandboxedTool`): each call
 goes to a runner (a LocalSandbox per call by default). Inside the sandbox the command runs under
 `bash -c` (or `/bin/sh -c` where bash is missing) in its own process group, which is killed at the
-timeout and when the shell exits, so background jobs do not outlive the call.
+timeout and when the shell exits, so background jobs do not outlive the call. The sandbox has no
+network unless the tool is built with `network=True`.
+
+A command that exits with a status other than 0 (or one of `ok_exit_codes`), or is killed by a
+signal, is a failed result: the error says `Error: command exited with status 2` (with what the
+status usually means: 127 command not found, 128+n a signal) followed by the ends of stderr and
+stdout, and the output dict (`exit_code`, `stdout`, `stderr`) is kept with it.
 
 An optional allow-list or deny-list of command names is checked before anything runs. It helps
 keep an agent to the commands it is meant to use; it is not a security boundary (shells have
@@ -36,6 +42,11 @@ _OPAQUE = ("$(", "`", "<(", ">(")
 _OPAQUE_WORDS = {"eval", "source", "."}
 _GRACE = 5.0  # the sandbox's own timeout trails the command's, so the command's is reported
 _DRAIN = 2.0  # seconds to keep reading after the shell exited
+_TAIL = 2000  # characters of each stream quoted in an error
+_STATUS_MEANING = {
+    126: "found but not executable",
+    127: "command not found",
+}
 
 
 def command_names(command: str) -> list[str]:
@@ -98,13 +109,53 @@ class CommandPolicy:
         return None
 
 
+def exit_error(code: int, stdout: str, stderr: str) -> str:
+    """The error text for a command that ended with `code` (negative: killed by that signal).
+
+    It names the status and what it usually means, then quotes the last characters of stderr and
+    stdout, so an LLM reading only the error can act on it.
+    """
+    if code < 0:
+        head = f"Error: command was killed by signal {_signal_name(-code)}"
+    else:
+        head = f"Error: command exited with status {code}"
+        meaning = _STATUS_MEANING.get(code)
+        if meaning is None and 128 < code < 128 + 65:
+            meaning = f"usually: killed by signal {_signal_name(code - 128)}, 128+{code - 128}"
+        if meaning:
+            head += f" ({meaning})"
+    parts = [head]
+    for label, text in (("stderr", stderr), ("stdout", stdout)):
+        if text.strip():
+            tail = text[-_TAIL:]
+            note = f" (last {_TAIL} characters)" if len(text) > _TAIL else ""
+            parts.append(f"{label}{note}:\n{tail.rstrip()}")
+    if len(parts) == 1:
+        parts.append("(no output)")
+    return "\n".join(parts)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return f"{signal.Signals(number).name} ({number})"
+    except ValueError:
+        return str(number)
+
+
 class BashTool(SandboxedTool):
-    """Run a shell command in an isolated sandbox; returns stdout, stderr and the exit code."""
+    """Run a shell command in an isolated sandbox; returns stdout, stderr and the exit code.
+
+    A non-zero exit status (one not in `ok_exit_codes`) or a killing signal is a failed result
+    whose error carries the status and the ends of the output; `network=True` gives the
+    command network access (off by default).
+    """
 
     name = "bash"
     description = (
-        "Run a shell command in an isolated sandbox (working directory: a private workspace) and "
-        "return its stdout, stderr and exit code. Output is capped; the command has a timeout."
+        "Run a shell command in an isolated sandbox (working directory: a private workspace, no "
+        "network unless enabled) and return its stdout, stderr and exit code. A non-zero exit "
+        "status is reported as an error with the output. Output is capped; the command has a "
+        "timeout."
     )
     input_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
@@ -133,8 +184,11 @@ class BashTool(SandboxedTool):
         shell: str | None = None,
         limits: SandboxLimits | Mapping[str, Any] | None = None,
         workspace: Any = None,
+        network: bool | None = None,
+        ok_exit_codes: Iterable[int] = (0,),
     ) -> None:
-        super().__init__(runner=runner, limits=limits, workspace=workspace)
+        super().__init__(runner=runner, limits=limits, workspace=workspace, network=network)
+        self.ok_exit_codes = tuple(sorted({int(code) for code in ok_exit_codes}))
         self.timeout_seconds = timeout
         self.max_output_bytes = max_output_bytes
         self.policy = CommandPolicy(allow, deny)
@@ -149,6 +203,7 @@ class BashTool(SandboxedTool):
             "allow": sorted(self.policy.allow) if self.policy.allow is not None else None,
             "deny": sorted(self.policy.deny),
             "shell": self.shell,
+            "ok_exit_codes": list(self.ok_exit_codes),
         }
 
     def refuse(self, args: Any) -> str | None:
@@ -188,6 +243,9 @@ class BashTool(SandboxedTool):
             detail = f"the command ran longer than {timeout:g} s and was killed"
             error = f"Error: timeout limit exceeded: {detail}" + (f"\n{tail}" if tail else "")
             return {"ok": False, "error": error, "output": output, "limit": "timeout"}
+        if proc.returncode not in self.ok_exit_codes:
+            error = exit_error(proc.returncode, output["stdout"], output["stderr"])
+            return {"ok": False, "error": error, "output": output, "exit_code": proc.returncode}
         return output
 
 
@@ -231,6 +289,14 @@ def _collect(proc: subprocess.Popen, timeout: float, cap: int) -> tuple[bytes, b
             buffer += chunk[:room]
             dropped[key.fileobj] += len(chunk) - min(len(chunk), room)
     selector.close()
+    if not timed_out and proc.poll() is None:
+        # Both pipes ended but the shell has not exited yet (it may be exiting right now, or it
+        # closed its output and runs on): let it end by itself before the deadline, so a
+        # finished command is never reported as killed.
+        try:
+            proc.wait(timeout=max(deadline - time.monotonic(), 0))
+        except subprocess.TimeoutExpired:
+            timed_out = True
     _kill_group(proc.pid)
     proc.wait()
     result = []

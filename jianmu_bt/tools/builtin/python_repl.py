@@ -5,9 +5,15 @@ LocalSandbox per call by default, or the runner a caller passes), and refuses to
 finds itself outside a sandbox worker. It captures stdout and stderr (capped), returns the
 `repr` of a final expression, and reports exceptions as errors with the traceback of the code.
 
-`PythonREPLTool(session=True)` keeps variables between the calls of one tool instance in a
-long-lived sandboxed worker of its own; after a limit is hit the worker is replaced and the next
-result says the session was restarted. Close it with `await repl.aclose()` (or `async with`).
+The code is untrusted (`sandbox_untrusted`): a sandbox never runs it in its long-lived worker but
+in a fresh process per call, so it cannot forge or disturb any other call, and whatever it
+starts ends with the call.
+
+`PythonREPLTool(session=True)` keeps variables between the calls of one tool instance: its calls
+go to one long-lived process of that session (`sandbox_session`), which no other call shares.
+Code of one session call can therefore affect the session's later calls (that is what a session
+is), never anything else. After a limit is hit the process is replaced and the next result says
+the session was restarted. Close it with `await repl.aclose()` (or `async with`).
 """
 
 from __future__ import annotations
@@ -79,6 +85,8 @@ class PythonREPLTool(SandboxedTool):
     parallel_safe = False
     effect_tags = ("exec",)
     work = "code"
+    #: The code comes from outside: never run it in a sandbox's shared worker.
+    sandbox_untrusted = True
 
     def __init__(
         self,
@@ -99,6 +107,11 @@ class PythonREPLTool(SandboxedTool):
         self.sandbox_limits = {"timeout": timeout}
         self._namespace: dict[str, Any] | None = None
         self._calls = 0
+
+    @property
+    def sandbox_session(self) -> str | None:
+        """The key of the sandbox process that keeps this session's variables (None: no session)."""
+        return self.session_id if self.session else None
 
     def sandbox_kwargs(self) -> dict[str, Any]:
         """Constructor arguments for the copy of this tool inside the sandbox."""

@@ -4,6 +4,13 @@
 runner: the one passed to the call, else the tool's own `runner`, else a LocalSandbox the tool
 starts for itself (removed by `aclose()`). An in-process runner is refused, and `execute_local`
 refuses to run outside a sandbox worker, so the work cannot end up in the caller by mistake.
+
+Network access is off unless the tool is built with `network=True` (or `limits={"network": True}`,
+the form that reaches a tool whose constructor has no `network` option). The tool's wish travels
+with every call as `sandbox_limits["network"]`: the sandbox the tool starts for itself has no
+network, and a runner passed in keeps the call offline where it honours the call's limits
+(LocalSandbox and DockerSandbox do). A runner's own `network=False` always wins over the tool's
+`True`.
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ class SandboxedTool(Tool):
     """
 
     work: ClassVar[str] = "work"
+    #: Whether calls may use the network; off unless the tool is built with `network=True`.
+    network: bool = False
 
     def __init__(
         self,
@@ -34,12 +43,28 @@ class SandboxedTool(Tool):
         limits: SandboxLimits | Mapping[str, Any] | None,
         workspace: Any,
         warm: bool = False,
+        network: bool | None = None,
     ) -> None:
         self.runner = runner
         self.workspace = getattr(workspace, "root", workspace)
         self.limits = limits
+        if network is None:  # `limits={"network": True}` is the other way to opt in
+            asked = limits.get("network") if isinstance(limits, Mapping) else None
+            asked = limits.network if isinstance(limits, SandboxLimits) else asked
+            network = asked is True
+        self.network = bool(network)
         self._warm = warm
         self._owned: LocalSandbox | None = None
+        self._limits_asked: dict[str, Any] = {}
+
+    @property
+    def sandbox_limits(self) -> dict[str, Any]:
+        """The limits this tool asks of any sandbox: what the subclass set, plus `network`."""
+        return {**self._limits_asked, "network": self.network}
+
+    @sandbox_limits.setter
+    def sandbox_limits(self, value: Mapping[str, Any]) -> None:
+        self._limits_asked = {k: v for k, v in dict(value).items() if k != "network"}
 
     def refuse(self, args: Any) -> str | None:
         """An error for a call that must not run (checked before sending it), else None."""
@@ -53,7 +78,9 @@ class SandboxedTool(Tool):
             return self.runner
         if self._owned is None:
             # A warm sandbox keeps one long-lived worker; otherwise a fresh process per call.
-            self._owned = LocalSandbox(self.limits, warm=self._warm, workspace=self.workspace)
+            self._owned = LocalSandbox(
+                self.limits, warm=self._warm, workspace=self.workspace, network=self.network
+            )
         return self._owned
 
     async def execute(
