@@ -11,6 +11,7 @@ puts the state back to the run's initial state and replays the run against its j
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -198,16 +199,5 @@ def _names(entry: JournalEntry, call_id: str) -> bool:
 
 
 def _with(entry: JournalEntry, status: str, result: Any) -> JournalEntry:
-    return JournalEntry(
-        key=entry.key,
-        call_id=entry.call_id,
-        kind=entry.kind,
-        node=entry.node,
-        tool=entry.tool,
-        arguments=entry.arguments,
-        digest=entry.digest,
-        status=status,
-        result=result,
-        effectful=entry.effectful,
-        idempotent=entry.idempotent,
-    )
+    """The entry's call in a new status (a new journal row: the store numbers it)."""
+    return dataclasses.replace(entry, status=status, result=result, position=0, created=0.0)

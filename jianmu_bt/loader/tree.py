@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -155,10 +155,7 @@ class Tree:
         `hold` is what a call held for approval does: "wait" in this process, or "pause" the
         run (the result's `run_status` is then "paused").
         """
-        durable = self._begin(inputs, store, run_id, hold)
-        if durable is None:
-            return self.runner.run(None, timeout=timeout)
-        return self._end(durable, lambda: self.runner.run(None, timeout=timeout))
+        return self._drive(self._begin(inputs, store, run_id, hold), timeout)
 
     async def arun(
         self,
@@ -170,15 +167,7 @@ class Tree:
         hold: str = "wait",
     ) -> RunResult:
         """`run` in this event loop."""
-        durable = self._begin(inputs, store, run_id, hold)
-        if durable is None:
-            return await self.runner.arun(None, timeout=timeout)
-        try:
-            result = await self.runner.arun(None, timeout=timeout)
-        except BaseException:
-            durable.abandon()
-            raise
-        return durable.finish(result)
+        return await self._adrive(self._begin(inputs, store, run_id, hold), timeout)
 
     def resume(
         self,
@@ -198,8 +187,7 @@ class Tree:
         denied call in doubt `skipped` (the node sees a failed result). Raises DurableRunError
         for a finished run, a changed tree or a run another process holds.
         """
-        durable = self._resume(run_id, store, approve, deny, hold)
-        return self._end(durable, lambda: self.runner.run(None, timeout=timeout))
+        return self._drive(self._resume(run_id, store, approve, deny, hold), timeout)
 
     async def aresume(
         self,
@@ -212,13 +200,7 @@ class Tree:
         timeout: float | None = None,
     ) -> RunResult:
         """`resume` in this event loop."""
-        durable = self._resume(run_id, store, approve, deny, hold)
-        try:
-            result = await self.runner.arun(None, timeout=timeout)
-        except BaseException:
-            durable.abandon()
-            raise
-        return durable.finish(result)
+        return await self._adrive(self._resume(run_id, store, approve, deny, hold), timeout)
 
     def fork(
         self,
@@ -289,14 +271,26 @@ class Tree:
         durable.resume(approve, deny)
         return durable
 
-    @staticmethod
-    def _end(durable: DurableRun, run: Callable[[], RunResult]) -> RunResult:
+    def _drive(self, durable: DurableRun | None, timeout: float | None) -> RunResult:
+        """Run the tree (blocking); a durable run records how it ended, or lets its lease go
+        when the run raised (it stays resumable)."""
         try:
-            result = run()
+            result = self.runner.run(None, timeout=timeout)
         except BaseException:
-            durable.abandon()
+            if durable is not None:
+                durable.abandon()
             raise
-        return durable.finish(result)
+        return result if durable is None else durable.finish(result)
+
+    async def _adrive(self, durable: DurableRun | None, timeout: float | None) -> RunResult:
+        """`_drive` in this event loop."""
+        try:
+            result = await self.runner.arun(None, timeout=timeout)
+        except BaseException:
+            if durable is not None:
+                durable.abandon()
+            raise
+        return result if durable is None else durable.finish(result)
 
     def _fresh(self, run_id: str | None) -> None:
         """Every run after the first starts from the initial state and guard."""
