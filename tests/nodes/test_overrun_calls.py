@@ -150,9 +150,17 @@ def test_a_retry_that_cannot_start_within_its_timeout_fails_without_starting():
     work = attempts_tool(recorder)
     events = []
 
+    def seen(event):
+        events.append(event)
+        if event.type == "tool.call.overrun":
+            # The retry has failed without starting; the call now holds its slot until the
+            # first attempt's thread ends, so let that thread end.
+            assert recorder.starts() == [1]
+            recorder.release.set()
+
     async def scenario():
         context = RunContext(StateManager(AgentState))
-        context.events.subscribe(events.append)
+        context.events.subscribe(seen)
         result = await run_tool_call(
             context,
             "node",
@@ -162,7 +170,6 @@ def test_a_retry_that_cannot_start_within_its_timeout_fails_without_starting():
             timeout=SHORT,
         )
         assert recorder.starts() == [1]  # the retry never started
-        recorder.release.set()
         await wait_for_overruns([work])
         return result
 
