@@ -14,6 +14,11 @@ The worker inside is the same JSON-lines worker as LocalSandbox's, spoken to ove
 attached stdin and stdout. The container is removed after the call, also when the call times out
 or is cancelled.
 
+The init (PID 1) holds those pipes too, open to its user through `/proc/1/fd`: with a numeric
+`user` (the default) the container starts as root with only CAP_SETUID and CAP_SETGID and the
+worker switches to `user` before it runs anything, so the init stays out of reach. A reply
+without its request's id and fresh random nonce, or output beyond it, replaces the container.
+
 The image needs Python with jianmu-bt's dependencies. With `share_code=True` (the default) the
 top-level packages and modules this process has imported from outside its Python installation
 (jianmu_bt, your tool modules; not the project directory around them) are mounted read-only at
@@ -29,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import tempfile
 import uuid
@@ -40,25 +46,33 @@ import anyio
 import anyio.to_thread
 
 from jianmu_bt.sandbox.docker_channel import AttachChannel, ChannelClosed
-from jianmu_bt.sandbox.limits import SandboxLimits, format_size, limit_error, sandbox_error
-from jianmu_bt.sandbox.plan import (
-    SECRET_PATTERNS,
-    MountPlan,
-    SecretScanError,
-    shared_code_roots,
+from jianmu_bt.sandbox.limits import (
+    WORKER_TASKS,
+    SandboxLimits,
+    format_size,
+    limit_error,
+    sandbox_error,
 )
+from jianmu_bt.sandbox.plan import SECRET_PATTERNS, MountPlan, SecretScanError, shared_code_roots
 from jianmu_bt.sandbox.process import ReplyTooLarge
 from jianmu_bt.sandbox.runner import RunnableTool
 from jianmu_bt.sandbox.toolspec import ToolNotPortableError, describe_tool
 from jianmu_bt.sandbox.worker import BOOTSTRAP
 
 WORKSPACE = "/workspace"
-WORKER_TASKS = 8
 _PER_CALL_LIMITS = ("cpu_seconds", "max_output_bytes", "memory_bytes", "max_file_bytes")
 
 
 class SandboxUnavailableError(RuntimeError):
     """The sandbox cannot work here (no docker SDK, no reachable engine, no image)."""
+
+
+def _numeric_user(user: str) -> tuple[int, int] | None:
+    """(uid, gid) of a "uid[:gid]" user other than root, which the worker switches to; else None."""
+    uid, _, gid = user.partition(":")
+    if uid.isdigit() and int(uid) != 0 and (gid.isdigit() or not gid):
+        return int(uid), int(gid or uid)
+    return None
 
 
 def _docker_module() -> Any:
@@ -81,7 +95,8 @@ class DockerSandbox:
         warm: keep one container for many calls (replaced after a limit is hit).
         network: True gives the container the default bridge network; off by default. A call
             whose limits say `network=False` (bash, python_repl by default) stays offline.
-        user: the container user ("uid:gid"), never root by default.
+        user: the sandbox user ("uid:gid"), never root by default. Numbers: the worker switches
+            to it from root (see the module doc); a name: the whole container runs as it.
         python: the interpreter inside the image.
         share_code: mount the imported code read-only (see the module doc).
         secret_patterns: names never shared (`plan.SECRET_PATTERNS`); `()` shares them.
@@ -122,6 +137,7 @@ class DockerSandbox:
             **{k: str(v) for k, v in (env or {}).items()},
         }
         self.tmp_size = tmp_size
+        self._switch_to = _numeric_user(user)
         self.docker_host = docker_host
         self.start_timeout = start_timeout
         self.id = uuid.uuid4().hex[:12]
@@ -248,7 +264,7 @@ class DockerSandbox:
             # Not PID 1: a namespace's init ignores signals it has no handler for (SIGXCPU).
             "init": True,
             "tty": False,
-            "user": self.user,
+            "user": "0:0" if self._switch_to else self.user,
             "working_dir": WORKSPACE,
             "environment": self.env,
             "network_mode": "bridge" if network else "none",
@@ -256,6 +272,7 @@ class DockerSandbox:
             "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={self.tmp_size},mode=1777"},
             "mounts": [mount.to_docker() for mount in plan.mounts],
             "cap_drop": ["ALL"],
+            "cap_add": ["SETUID", "SETGID"] if self._switch_to else [],
             "security_opt": ["no-new-privileges"],
             "labels": {"jianmu.sandbox": self.id},
             "log_config": {"type": "none", "config": {}},
@@ -298,10 +315,14 @@ class DockerSandbox:
             "workspace": WORKSPACE,
             "report_hits": True,
         }
+        if self._switch_to:
+            config["user"] = dict(zip(("uid", "gid"), self._switch_to, strict=True))
         channel = AttachChannel(client, container)
         try:
             with anyio.fail_after(self.start_timeout):
-                await channel.start(config)
+                ready = await channel.start(config)
+            if self._switch_to and ready.get("uid") != self._switch_to[0]:
+                raise RuntimeError(f"the worker did not switch to the user {self.user}")
         except BaseException as exc:
             with anyio.CancelScope(shield=True):
                 await channel.remove()
@@ -314,7 +335,9 @@ class DockerSandbox:
         self, worker: AttachChannel, spec: dict[str, Any], args: Any, limits: SandboxLimits
     ) -> Any:
         per_call = {k: getattr(limits, k) for k in _PER_CALL_LIMITS}
-        request = {"id": next(self._ids), "tool": spec, "args": args, "limits": per_call}
+        nonce = secrets.token_hex(16)
+        request = {"id": next(self._ids), "nonce": nonce, "tool": spec, "args": args}
+        request["limits"] = per_call
         before = worker.hits
         try:
             with anyio.fail_after(limits.timeout):
@@ -335,9 +358,13 @@ class DockerSandbox:
         except BaseException:
             worker.usable = False
             raise
-        raw = self._with_hits(reply.get("raw"), worker, before, limits)
-        if reply.get("restart") or raw is not reply.get("raw"):
+        if reply.get("id") != request["id"] or reply.get("nonce") != nonce:
             worker.usable = False
+            detail = "the reply did not carry this call's id and nonce; the container was replaced"
+            return sandbox_error(detail)
+        raw = self._with_hits(reply.get("raw"), worker, before, limits)
+        if reply.get("restart") or raw is not reply.get("raw") or worker.stray_bytes():
+            worker.usable = False  # a limit was hit, or something else wrote on the channel
         return raw
 
     def _with_hits(

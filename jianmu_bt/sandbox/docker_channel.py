@@ -104,6 +104,14 @@ class AttachChannel:
             except OSError as exc:
                 raise ChannelClosed(str(exc)) from exc
 
+    def stray_bytes(self) -> int:
+        """Bytes of output that arrived after the last reply (nothing else may write there)."""
+        with contextlib.suppress(*_WAIT, OSError):
+            while chunk := self._sock.recv(1 << 16):  # what has arrived by now, without waiting
+                self._frames += chunk
+                self._demux()
+        return len(self._stdout)
+
     def _demux(self) -> None:
         while len(self._frames) >= _HEADER.size:
             stream, size = _HEADER.unpack_from(self._frames)

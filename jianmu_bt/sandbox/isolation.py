@@ -3,9 +3,9 @@
 Run in the child, in this order: join the cgroup, leave the network (a new network namespace),
 build a private mount namespace (private /tmp, /var/tmp and /dev/shm; directories the sandbox user
 cannot enter are hidden behind empty ones, with only the Python installation and the workspace
-bound back; /proc shows only the sandbox user's own processes), set rlimits, drop to the sandbox
-user, forbid regaining privileges. Each step reports what it did, or why it could not, so the
-sandbox can state exactly what holds on this machine.
+bound back; secret files in the code directories covered; /proc shows only the sandbox user's
+own processes), set rlimits, drop to the sandbox user, forbid regaining privileges. Each step
+reports what it did, or why it could not, so the sandbox can state exactly what holds here.
 
 The worker then makes itself non-dumpable (`forbid_tracing`): code running as the same user (the
 calls' own processes) can then neither trace it, nor read its memory, nor open `/proc/<pid>/fd`,
@@ -30,11 +30,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from jianmu_bt.sandbox.secret_files import secrets_under
+
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
-MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x2, 0x4, 0x8
-MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 0x40000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x20, 0x1000, 0x4000, 0x40000
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
 
 #: Which calls run in a fresh process of their own: the untrusted ones, all, or none.
@@ -160,6 +162,25 @@ def private_mounts(keep: list[str], uid: int, gid: int, tmp_size: str) -> list[s
         for handle in handles.values():
             os.close(handle)
     return hide
+
+
+def cover_secrets(roots: list[str], patterns: list[str], skip: list[str]) -> list[str]:
+    """Cover every secret file under `roots` (`secret_files.secrets_under`) in this mount
+    namespace: a file with /dev/null (it reads as empty, writes go nowhere), a directory with an
+    empty read-only tmpfs. Returns what was covered; raises (SecretScanError, OSError) when
+    anything could not be, so that a worker never runs with a secret left readable."""
+    covered: list[str] = []
+    for path, is_dir in sorted(secrets_under(roots, patterns, skip).items()):
+        if any(path.startswith(done + "/") for done in covered) or not os.path.lexists(path):
+            continue  # inside a covered directory, or outside what this namespace shows
+        flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
+        if is_dir:
+            mount("tmpfs", path, "tmpfs", flags, "mode=0555,size=4k")
+        else:
+            mount("/dev/null", path, None, MS_BIND)
+            mount(None, path, None, MS_REMOUNT | MS_BIND | (flags & ~MS_NODEV))
+        covered.append(path)
+    return covered
 
 
 def hide_other_processes() -> None:
@@ -321,6 +342,8 @@ def apply_config(config: dict[str, Any]) -> dict[str, Any]:
                 applied["proc"] = f"could not remount /proc: {exc}"
         except OSError as exc:
             applied["mount"] = f"could not build a private mount namespace: {exc}"
+        if isinstance(applied.get("mount"), list) and mount_cfg.get("secrets"):
+            applied["secrets"] = len(cover_secrets(**mount_cfg["secrets"]))
     set_rlimits(config.get("limits", {}), nproc=config.get("nproc"), warm=config["warm"])
     if user:
         keep = (mount_cfg or {}).get("keep", [])

@@ -12,6 +12,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+#: Tasks (processes and threads) a sandbox itself needs on top of `max_processes`: the worker
+#: and its threads, its fork server, a spare call process and the running call's own process with
+#: their threads (and, in a container, the init). LocalSandbox's pids cgroup and RLIMIT_NPROC and
+#: DockerSandbox's pids limit all add this margin.
+WORKER_TASKS = 16
 #: The limits a call can hit; every limit error names one of these.
 LimitName = Literal["timeout", "memory", "cpu", "processes", "output", "files"]
 

@@ -8,8 +8,8 @@ async with LocalSandbox(SandboxLimits(timeout=5), warm=True) as sandbox:
 The child re-creates the tool by import path (`toolspec`), runs `await tool.execute_local(args)`
 and answers in JSON. It has its own working directory (the workspace), an allow-listed
 environment, rlimits, its own session and process group, a private cgroup where the machine
-offers one, and optionally no network. A wall-clock timeout or a cancellation kills the whole
-group; every failure comes back as a result whose error names the limit that was hit.
+offers one, and no network unless `network=True`. A wall-clock timeout or a cancellation kills
+the whole group; every failure comes back as a result whose error names the limit that was hit.
 
 `warm=True` keeps one worker for many calls (calls are serialised); it is replaced after a limit
 is hit and killed by `aclose()`. The default starts a fresh worker per call. Untrusted calls
@@ -41,9 +41,15 @@ import anyio
 import anyio.to_thread
 
 from jianmu_bt.sandbox.cgroups import CgroupSet
-from jianmu_bt.sandbox.isolation import ISOLATE_POLICIES, can_read, count_user_tasks, placement
-from jianmu_bt.sandbox.limits import SandboxLimits, format_size, limit_error, sandbox_error
-from jianmu_bt.sandbox.plan import IsolationPlan, IsolationReport, import_roots
+from jianmu_bt.sandbox.isolation import ISOLATE_POLICIES, count_user_tasks, placement
+from jianmu_bt.sandbox.limits import (
+    WORKER_TASKS,
+    SandboxLimits,
+    format_size,
+    limit_error,
+    sandbox_error,
+)
+from jianmu_bt.sandbox.plan import SECRET_PATTERNS, IsolationPlan, IsolationReport
 from jianmu_bt.sandbox.process import ReplyTooLarge, WorkerGone, WorkerProcess
 from jianmu_bt.sandbox.runner import RunnableTool
 from jianmu_bt.sandbox.toolspec import ToolNotPortableError, describe_tool
@@ -53,9 +59,6 @@ logger = logging.getLogger(__name__)
 
 #: Environment variables passed through by default; everything else is dropped.
 DEFAULT_ENV_ALLOW: tuple[str, ...] = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM")
-#: Tasks the sandbox itself needs on top of the limit: the worker and its threads, its fork
-#: server, a spare call process and the running call's own process with their threads.
-WORKER_TASKS = 16
 _PER_CALL_LIMITS = ("cpu_seconds", "max_output_bytes", "memory_bytes", "max_file_bytes")
 
 
@@ -82,7 +85,8 @@ class LocalSandbox:
         workspace: the child's working directory; a private temporary one when None (removed
             by `aclose`). A given directory is made writable for the sandbox user, not emptied.
         warm: keep one long-lived worker for many calls instead of one process per call.
-        network: False runs the child in a new network namespace with no interfaces.
+        network: True shares the host's network; by default (False) the child runs in a new
+            network namespace with no interfaces.
         user: the user the child runs as: "auto" (nobody when we are root, else ourselves), a
             name or uid (root only), or None to keep the current user.
         env: extra environment variables for the child (values given here are visible to it).
@@ -95,6 +99,8 @@ class LocalSandbox:
             the "exec" effect tag, such as python_repl and bash), "all", or "none" (every call
             runs in the worker; only for code you trust, since a call can then tamper with the
             worker and forge the results of later calls).
+        secret_patterns: files never readable in the code directories bound in as root
+            (`plan.SECRET_PATTERNS`: .env, keys, ...; covered with empty ones); `()` shows them.
     """
 
     def __init__(
@@ -103,7 +109,7 @@ class LocalSandbox:
         *,
         workspace: str | os.PathLike[str] | None = None,
         warm: bool = False,
-        network: bool = True,
+        network: bool = False,
         user: str | int | None = "auto",
         env: Mapping[str, str] | None = None,
         env_allow: Iterable[str] = DEFAULT_ENV_ALLOW,
@@ -111,12 +117,14 @@ class LocalSandbox:
         start_timeout: float = 30.0,
         python: str | None = None,
         isolate_calls: str = "untrusted",
+        secret_patterns: Iterable[str] = SECRET_PATTERNS,
     ) -> None:
         if isolate_calls not in ISOLATE_POLICIES:
             raise ValueError(
                 f"LocalSandbox(isolate_calls={isolate_calls!r}): choose one of {ISOLATE_POLICIES}"
             )
         self.isolate_calls = isolate_calls
+        self.secret_patterns = tuple(secret_patterns)
         self.limits = limits if isinstance(limits, SandboxLimits) else SandboxLimits(**limits or {})
         self.id = uuid.uuid4().hex[:12]
         self.warm = warm
@@ -270,15 +278,7 @@ class LocalSandbox:
         if cgroup is None and limits.max_processes and (plan.user or not plan.as_root):
             uid = plan.user[0] if plan.user else os.geteuid()
             nproc = count_user_tasks(uid) + limits.max_processes + WORKER_TASKS
-        mount = None
-        if plan.private_mounts:
-            uid, gid = plan.user[0], plan.user[1]  # private mounts imply a sandbox user
-
-            def readable(path: str) -> bool:
-                return can_read(path, uid, {gid})
-
-            keep = [self.workspace, *import_roots(readable)]
-            mount = {"keep": keep, "tmp_size": self.tmp_size}
+        mount = plan.mount_config(self.workspace, self.tmp_size, self.secret_patterns)
         return {
             "limits": limits.model_dump(),
             "warm": warm,

@@ -8,17 +8,44 @@ plain statement the sandbox logs and returns from `LocalSandbox.isolation`.
 from __future__ import annotations
 
 import atexit
-import fnmatch
 import os
 import pwd
 import shutil
+import site
 import sys
+import sysconfig
 import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from jianmu_bt.sandbox.isolation import SHARED_TMP_DIRS
+from jianmu_bt.sandbox.isolation import SHARED_TMP_DIRS, can_read
+from jianmu_bt.sandbox.secret_files import (
+    MAX_SCANNED_ENTRIES,
+    SECRET_PATTERNS,
+    SecretScanError,
+    find_secrets,
+    scan,
+    secret_match,
+    secret_within,
+    secrets_under,
+)
+
+__all__ = [  # the secret-file names are re-exported: `plan.SECRET_PATTERNS` and the like
+    "MAX_SCANNED_ENTRIES",
+    "SECRET_PATTERNS",
+    "ContainerMount",
+    "IsolationPlan",
+    "IsolationReport",
+    "MountPlan",
+    "SecretScanError",
+    "find_secrets",
+    "import_roots",
+    "secret_match",
+    "secret_within",
+    "secrets_under",
+    "shared_code_roots",
+]
 
 
 def _resolve_user(user: str | int | None) -> tuple[int, int, str] | None:
@@ -93,6 +120,44 @@ class IsolationPlan:
         resolved = _resolve_user(user)
         return cls(as_root, resolved, network, as_root and resolved is not None)
 
+    def mount_config(
+        self, workspace: str, tmp_size: str, patterns: Iterable[str] = SECRET_PATTERNS
+    ) -> dict[str, Any] | None:
+        """The worker's private-mount step (None without one): the paths to bind back (the
+        workspace and the code to import), the size of the private temp directories, and where
+        to cover secret files: the code directories, but neither the workspace nor the Python
+        installation (its prefixes and library directories, which are never entered)."""
+        if not self.private_mounts or self.user is None:
+            return None
+        uid, gid = self.user[0], self.user[1]
+        code = import_roots(lambda path: can_read(path, uid, {gid}))
+        skip = {*installation_dirs(), workspace}
+        roots = [root for root in code if root not in skip and not _within(root, _LIBRARIES)]
+        secrets = {"roots": roots, "skip": sorted(skip), "patterns": list(patterns)}
+        return {"keep": [workspace, *code], "tmp_size": tmp_size, "secrets": secrets}
+
+
+_LIBRARIES = ("stdlib", "platstdlib", "purelib", "platlib")
+
+
+def installation_dirs() -> set[str]:
+    """The Python installation: its prefixes, the interpreter's directory, its library and site
+    directories (real paths, "/" left out)."""
+    found = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    found.add(os.path.dirname(os.path.realpath(sys.executable)))
+    found.update(sysconfig.get_path(name) for name in _LIBRARIES)
+    found.update(site.getsitepackages())
+    return {os.path.realpath(path) for path in found if path} - {"/"}
+
+
+def _within(path: str, names: Iterable[str]) -> bool:
+    """Whether `path` lies in one of the interpreter's library directories `names`."""
+    for name in names:
+        library = os.path.realpath(sysconfig.get_path(name))
+        if path == library or path.startswith(library + "/"):
+            return True
+    return False
+
 
 @dataclass(frozen=True)
 class IsolationReport:
@@ -140,6 +205,7 @@ class IsolationReport:
                     if covered
                     else ""
                 )
+                + f"secret files in the code directories covered ({applied.get('secrets', 0)}); "
                 + "other files are readable as far as their permissions let any user read them"
             )
         else:
@@ -180,84 +246,6 @@ class IsolationReport:
 
 
 # -- what a container may see of the host ------------------------------------------------------
-
-#: Files and directories that are never shared with a sandbox, matched case-insensitively against
-#: a path's last component (a pattern with "/" against its last components). DockerSandbox mounts
-#: no code root that matches, and covers every match inside a mounted directory (the code it
-#: shares and the workspace) with an empty read-only file or directory. Templates such as
-#: `.env.example` match too: the list errs on the side of hiding.
-_SECRET_LIST = """
-    .env .env.* *.env .envrc
-    *.pem *.key *.p12 *.pfx *.jks *.keystore *.ppk *.kdbx id_rsa* id_dsa* id_ecdsa* id_ed25519*
-    .git-credentials .git/config .netrc _netrc .npmrc .pypirc .pgpass .my.cnf .htpasswd
-    .dockercfg .vault-token .s3cfg .boto credentials credentials.json
-    secrets.json secrets.yaml secrets.yml secrets.toml *.tfvars *.tfstate *.tfstate.*
-    .ssh .aws .azure .gnupg .docker .kube .password-store .config/gcloud .config/gh
-"""
-SECRET_PATTERNS: tuple[str, ...] = tuple(_SECRET_LIST.split())
-
-#: Entries a plan walks (in mounted directories) before it gives up and refuses.
-MAX_SCANNED_ENTRIES = 200_000
-
-
-class SecretScanError(ValueError):
-    """A mount cannot be planned safely (a secret path, or too much to check)."""
-
-
-def secret_match(path: str, patterns: Iterable[str] = SECRET_PATTERNS) -> str | None:
-    """The pattern `path` (its last components) matches, else None."""
-    parts = path.lower().rstrip("/").split("/")
-    for pattern in patterns:
-        wanted = pattern.lower().split("/")
-        if len(wanted) <= len(parts) and all(
-            fnmatch.fnmatchcase(part, want)
-            for part, want in zip(parts[-len(wanted) :], wanted, strict=True)
-        ):
-            return pattern
-    return None
-
-
-def secret_within(path: str, patterns: Iterable[str] = SECRET_PATTERNS) -> str | None:
-    """The pattern matched by `path` or by any directory above it, else None."""
-    patterns = tuple(patterns)
-    parts = path.rstrip("/").split("/")
-    for end in range(2, len(parts) + 1):
-        found = secret_match("/".join(parts[:end]), patterns)
-        if found:
-            return found
-    return None
-
-
-def _scan(root: str, patterns: tuple[str, ...], budget: list[int]) -> tuple[list, list]:
-    """(secret paths with is-dir flags, symbolic links) under `root`; links are not followed."""
-    secrets: list[tuple[str, bool]] = []
-    links: list[str] = []
-    stack = [root]
-    while stack:
-        try:
-            entries = list(os.scandir(stack.pop()))
-        except OSError:
-            continue
-        budget[0] -= len(entries)
-        if budget[0] < 0:
-            raise SecretScanError(
-                f"more than {MAX_SCANNED_ENTRIES:,} entries to check for secret files under "
-                f"{root}; share a smaller directory"
-            )
-        for entry in entries:
-            if entry.is_symlink():
-                links.append(entry.path)
-            elif secret_match(entry.path, patterns):
-                secrets.append((entry.path, entry.is_dir(follow_symlinks=False)))
-            elif entry.is_dir(follow_symlinks=False):
-                stack.append(entry.path)
-    return secrets, links
-
-
-def find_secrets(root: str, patterns: Iterable[str] = SECRET_PATTERNS) -> list[tuple[str, bool]]:
-    """The secret files and directories (path, is-dir) under `root`, for any sandbox that shares
-    a host directory and must cover them; links are not followed (see MountPlan for those)."""
-    return _scan(os.path.realpath(root), tuple(patterns), [MAX_SCANNED_ENTRIES])[0]
 
 
 @dataclass(frozen=True)
@@ -326,7 +314,7 @@ class MountPlan:
         for host, _ in places:
             if not patterns or not os.path.isdir(host):
                 continue
-            secrets, links = _scan(host, patterns, budget)
+            secrets, links = scan(host, patterns, budget)
             covers.update(secrets)
             for link in links:  # a link to a secret inside a mount: cover where it leads
                 real = os.path.realpath(link)

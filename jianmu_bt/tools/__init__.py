@@ -10,6 +10,7 @@ from jianmu_bt.tools.base import (
     normalize_output_schema,
     normalize_parameters,
 )
+from jianmu_bt.tools.call_context import idempotency_key
 from jianmu_bt.tools.calls import ToolCall, ToolResult, new_call_id
 from jianmu_bt.tools.function_tool import FunctionTool, tool
 from jianmu_bt.tools.providers import BaseToolProvider, ToolProvider
@@ -19,7 +20,6 @@ from jianmu_bt.tools.registry import (
     ToolUnavailableError,
     UnknownToolError,
 )
-from jianmu_bt.tools.call_context import idempotency_key
 from jianmu_bt.tools.signature import ArgumentError, Injected
 from jianmu_bt.tools.toolset import ToolSet
 

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import IMAGE
+from sandbox_helpers import IMAGE
 
 from jianmu_bt.sandbox import DockerSandbox, SandboxLimits
 from jianmu_bt.sandbox.plan import (

@@ -13,7 +13,8 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from conftest import IMAGE
+import sandbox_test_tools as tools
+from sandbox_helpers import IMAGE
 
 from jianmu_bt.sandbox import DockerSandbox, LocalSandbox, SandboxLimits, SandboxUnavailableError
 from jianmu_bt.tools import ToolSet
@@ -121,6 +122,12 @@ async def test_python_repl_cannot_reach_a_local_server_by_default(server_port):
 
 
 async def test_python_repl_reaches_it_when_it_opts_in(server_port):
+    opted = PythonREPLTool(network=True)
+    assert opted.network and opted.sandbox_limits["network"] is True
+    result = await opted.call(python_reads(server_port))
+    assert result.ok, result.error
+    assert GREETING in result.output["stdout"]
+    assert PythonREPLTool(network=False, limits={"network": True}).network is False
     # `limits={"network": True}` is the opt-in a constructor without a `network` option accepts.
     result = await PythonREPLTool(limits={"network": True}).call(python_reads(server_port))
     assert result.ok, result.error
@@ -188,6 +195,13 @@ async def test_docker_containers_of_offline_tools_have_only_loopback(docker_read
         online = await BashTool(runner=sandbox, network=True).call(count)
     assert offline.ok and offline.output["stdout"].strip() == "1"  # lo only
     assert online.ok and int(online.output["stdout"]) > 1
+
+
+async def test_a_local_sandbox_is_offline_unless_built_with_network_true(server_port):
+    assert LocalSandbox().network is False
+    async with LocalSandbox() as sandbox:  # a trusted tool, whose calls ask nothing of the network
+        blocked = await tools.connect.call({"port": server_port}, runner=sandbox)
+    assert not blocked.ok and "OSError" in blocked.error
 
 
 def test_runners_built_by_name_are_offline_unless_asked():

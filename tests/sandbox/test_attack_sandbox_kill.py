@@ -14,7 +14,7 @@ import time
 import anyio
 import pytest
 import sandbox_test_tools as tools
-from conftest import assert_nothing_left as _assert_nothing_left
+from sandbox_helpers import assert_nothing_left
 
 from jianmu_bt.sandbox import LocalSandbox, SandboxLimits
 from jianmu_bt.sandbox import local as local_module
@@ -22,17 +22,6 @@ from jianmu_bt.sandbox.process import WorkerProcess
 from jianmu_bt.tools.builtin.python_repl import PythonREPLTool
 
 pytestmark = pytest.mark.anyio
-
-
-async def assert_nothing_left(sandbox: LocalSandbox) -> None:
-    """conftest's check, retried when a cgroup of another sandbox (or a container) vanishes
-    while /sys/fs/cgroup is being walked."""
-    for _ in range(5):
-        try:
-            return await _assert_nothing_left(sandbox)
-        except FileNotFoundError:
-            await anyio.sleep(0.05)
-    await _assert_nothing_left(sandbox)
 
 
 @pytest.fixture(params=["cgroup", "session"])

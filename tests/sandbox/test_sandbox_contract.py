@@ -13,7 +13,7 @@ import uuid
 import anyio
 import pytest
 import sandbox_test_tools as tools
-from conftest import ROOT, assert_nothing_left
+from sandbox_helpers import ROOT, assert_nothing_left
 
 from jianmu_bt.tools.builtin.bash import BashTool
 from jianmu_bt.tools.builtin.python_repl import PythonREPLTool

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import sandbox_test_tools as tools
-from conftest import IMAGE, assert_nothing_left
+from sandbox_helpers import IMAGE, assert_nothing_left
 
 from jianmu_bt.sandbox import DockerSandbox, SandboxLimits, SandboxUnavailableError
 from jianmu_bt.tools.builtin.bash import BashTool

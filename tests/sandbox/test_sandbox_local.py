@@ -7,7 +7,7 @@ import threading
 
 import pytest
 import sandbox_test_tools as tools
-from conftest import ROOT, assert_nothing_left
+from sandbox_helpers import ROOT, assert_nothing_left
 
 from jianmu_bt.sandbox import LocalSandbox, SandboxLimits
 from jianmu_bt.sandbox.toolspec import ToolNotPortableError, describe_tool
@@ -52,7 +52,7 @@ async def test_the_isolation_statement_says_what_holds():
 
 
 async def test_network_false_cuts_the_call_off_from_the_host(line_server):
-    async with LocalSandbox() as open_sandbox:
+    async with LocalSandbox(network=True) as open_sandbox:
         reached = await tools.connect.call({"port": line_server}, runner=open_sandbox)
         assert reached.ok and "hello" in reached.output
     async with LocalSandbox(network=False) as closed_sandbox:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import assert_nothing_left
+from sandbox_helpers import assert_nothing_left
 
 from jianmu_bt.sandbox import InProcessRunner, LocalSandbox, SandboxLimits
 from jianmu_bt.tools import ToolSet

@@ -7,7 +7,7 @@ finds itself outside a sandbox worker. It captures stdout and stderr (capped), r
 
 The code is untrusted (`sandbox_untrusted`): a sandbox never runs it in its long-lived worker but
 in a fresh process per call, so it cannot forge or disturb any other call, and whatever it
-starts ends with the call.
+starts ends with the call. It has no network unless the tool is built with `network=True`.
 
 `PythonREPLTool(session=True)` keeps variables between the calls of one tool instance: its calls
 go to one long-lived process of that session (`sandbox_session`), which no other call shares.
@@ -66,7 +66,11 @@ class CappedText(io.TextIOBase):
 
 
 class PythonREPLTool(SandboxedTool):
-    """Run Python code in an isolated sandbox; returns stdout, stderr and the last value."""
+    """Run Python code in an isolated sandbox; returns stdout, stderr and the last value.
+
+    The code has no network unless the tool is built with `network=True` (and the sandbox allows
+    it too; see `SandboxedTool`).
+    """
 
     name = "python_repl"
     description = (
@@ -98,9 +102,12 @@ class PythonREPLTool(SandboxedTool):
         limits: SandboxLimits | Mapping[str, Any] | None = None,
         session_id: str | None = None,
         workspace: Any = None,
+        network: bool | None = None,
     ) -> None:
         # A session needs one long-lived (warm) worker; otherwise a fresh process per call.
-        super().__init__(runner=runner, limits=limits, workspace=workspace, warm=session)
+        super().__init__(
+            runner=runner, limits=limits, workspace=workspace, warm=session, network=network
+        )
         self.session = session
         self.max_output_chars = max_output_chars
         self.session_id = session_id or (uuid.uuid4().hex if session else None)
