@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
 
-from jianmu_bt.tools.blocking import Overrun, Overruns, overrun_of, run_blocking
+from jianmu_bt.tools.blocking import run_blocking
 from jianmu_bt.tools.calls import ToolCall, ToolResult
+from jianmu_bt.tools.overruns import Overrun, Overruns, overrun_of
 
 if TYPE_CHECKING:
     from jianmu_bt.sandbox.runner import ToolRunner

@@ -14,7 +14,8 @@ import pytest
 
 from jianmu_bt import ToolSet, tool
 from jianmu_bt.tools.base import has_overruns, wait_for_overruns
-from jianmu_bt.tools.blocking import Overrun, Overruns, _run_in_anyio_thread, overrun_of
+from jianmu_bt.tools.blocking import _run_in_anyio_thread
+from jianmu_bt.tools.overruns import Overrun, Overruns, overrun_of
 
 WAIT = 10.0  # generous upper bound for things that should happen at once
 SHORT = 0.05  # the timeout a first call is meant to exceed
