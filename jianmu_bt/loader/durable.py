@@ -101,7 +101,7 @@ class DurableRun:
             ) from None
         try:
             self._decide(list(approve), list(deny))
-            first = self.store.history(self.run_id)[0]
+            first = self.store.checkpoint(self.run_id, 1)  # the initial state
             latest = self.store.latest_checkpoint(self.run_id)
             self.tree.state.restore(first.data.get("state") or {})
             saved = latest.data.get("guards") if latest is not None else None
