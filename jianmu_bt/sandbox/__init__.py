@@ -13,7 +13,7 @@ from jianmu_bt.sandbox.factory import RUNNER_KINDS, create_runner
 from jianmu_bt.sandbox.limits import SandboxLimits
 from jianmu_bt.sandbox.local import LocalSandbox
 from jianmu_bt.sandbox.plan import IsolationReport
-from jianmu_bt.sandbox.runner import InProcessRunner, RunnableTool, ToolRunner
+from jianmu_bt.tools.runners import InProcessRunner, RunnableTool, ToolRunner
 from jianmu_bt.sandbox.toolspec import ToolNotPortableError
 
 _LAZY = {

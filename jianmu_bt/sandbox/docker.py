@@ -55,7 +55,7 @@ from jianmu_bt.sandbox.limits import (
 )
 from jianmu_bt.sandbox.plan import SECRET_PATTERNS, MountPlan, SecretScanError, shared_code_roots
 from jianmu_bt.sandbox.process import ReplyTooLarge
-from jianmu_bt.sandbox.runner import RunnableTool
+from jianmu_bt.tools.runners import RunnableTool
 from jianmu_bt.sandbox.toolspec import ToolNotPortableError, describe_tool
 from jianmu_bt.sandbox.worker import BOOTSTRAP
 

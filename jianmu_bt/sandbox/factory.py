@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from jianmu_bt.sandbox.runner import InProcessRunner, ToolRunner
+from jianmu_bt.tools.runners import InProcessRunner, ToolRunner
 
 RUNNER_KINDS = ("inprocess", "local", "docker")
 

@@ -51,7 +51,7 @@ from jianmu_bt.sandbox.limits import (
 )
 from jianmu_bt.sandbox.plan import SECRET_PATTERNS, IsolationPlan, IsolationReport
 from jianmu_bt.sandbox.process import ReplyTooLarge, WorkerGone, WorkerProcess
-from jianmu_bt.sandbox.runner import RunnableTool
+from jianmu_bt.tools.runners import RunnableTool
 from jianmu_bt.sandbox.toolspec import ToolNotPortableError, describe_tool
 from jianmu_bt.sandbox.worker import BOOTSTRAP
 

@@ -24,7 +24,7 @@ from jianmu_bt.tools.calls import ToolCall, ToolResult
 from jianmu_bt.tools.overruns import Overrun, Overruns, overrun_of
 
 if TYPE_CHECKING:
-    from jianmu_bt.sandbox.runner import ToolRunner
+    from jianmu_bt.tools.runners import ToolRunner
 
 DEFAULT_NAME = "unnamed_tool"
 DEFAULT_DESCRIPTION = "No description provided"

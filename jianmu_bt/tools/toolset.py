@@ -16,7 +16,7 @@ from jianmu_bt.tools.providers import ToolProvider
 from jianmu_bt.tools.registry import BuiltinToolProvider
 
 if TYPE_CHECKING:
-    from jianmu_bt.sandbox.runner import ToolRunner
+    from jianmu_bt.tools.runners import ToolRunner
 
 
 class ToolSet:

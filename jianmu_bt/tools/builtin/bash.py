@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from jianmu_bt.sandbox.limits import SandboxLimits
-from jianmu_bt.sandbox.runner import ToolRunner
+from jianmu_bt.tools.runners import ToolRunner
 from jianmu_bt.tools.builtin.sandboxed import SandboxedTool
 
 _SEPARATORS = {";", "&&", "||", "|", "&", "(", ")", "|&", ";;", "{", "}", "!"}

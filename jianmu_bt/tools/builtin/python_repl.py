@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from jianmu_bt.sandbox.limits import SandboxLimits
-from jianmu_bt.sandbox.runner import ToolRunner
+from jianmu_bt.tools.runners import ToolRunner
 from jianmu_bt.tools.builtin.sandboxed import SandboxedTool
 
 _VALUE_CHARS = 10_000

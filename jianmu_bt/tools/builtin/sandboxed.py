@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Self
 from jianmu_bt.sandbox.context import inside_sandbox
 from jianmu_bt.sandbox.limits import SandboxLimits
 from jianmu_bt.sandbox.local import LocalSandbox
-from jianmu_bt.sandbox.runner import InProcessRunner, ToolRunner
+from jianmu_bt.tools.runners import InProcessRunner, ToolRunner
 from jianmu_bt.tools.base import Tool
 
 

@@ -4,8 +4,8 @@ A runner receives a tool and its already-merged arguments and returns the tool's
 `Tool.execute(..., runner=...)` hands a call to a runner instead of running it in the caller's
 process; sandboxes implement this protocol to isolate the call.
 
-This module sits below the tool layer: a runner sees a tool only through the small
-`RunnableTool` protocol, so it never imports `jianmu_bt.tools`.
+The protocol belongs to the tool layer (the lowest); sandboxes, one layer up, implement it. A
+runner sees a tool only through the small `RunnableTool` protocol.
 """
 
 from __future__ import annotations
