@@ -1,9 +1,10 @@
 """Tool: the abstract contract every executable capability follows.
 
-A tool author writes `run(input)` (sync or async) and declares six class attributes; the
-framework calls `execute(...)`, which merges injected values, hands the call to a runner when one
-is given, awaits an async `run` and runs a sync `run` in a worker thread so it never blocks the
-event loop. `call(...)` is the never-raising form that returns a `ToolResult`.
+A tool author writes `run(input)` (sync or async) and declares a few class attributes. Callers
+use one method, `call(...)`: it merges injected values, hands the call to a runner when one is
+given, awaits an async `run`, runs a sync `run` in a worker thread so it never blocks the event
+loop, applies the timeout and returns a `ToolResult`. `execute(...)` is the same path returning
+the raw value (exceptions propagate); `execute_local` is the hook a runner calls.
 
 A sync `run` abandoned by a timeout or a cancellation keeps running in its thread; until it
 returns, the next call of the same tool waits (see `Tool.overruns` and `wait_for_overruns`).
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import anyio
 
 from jianmu_bt.tools.blocking import run_blocking
-from jianmu_bt.tools.calls import ToolCall, ToolResult
+from jianmu_bt.tools.calls import ToolResult
 from jianmu_bt.tools.overruns import Overrun, Overruns, overrun_of
 
 if TYPE_CHECKING:
@@ -90,8 +91,8 @@ class Tool(ABC):
 
     name: str = DEFAULT_NAME
     description: str = DEFAULT_DESCRIPTION
-    input_schema: ClassVar[dict[str, Any]] = DEFAULT_INPUT_SCHEMA
-    output_schema: ClassVar[dict[str, Any]] = DEFAULT_OUTPUT_SCHEMA
+    input_schema: dict[str, Any] = DEFAULT_INPUT_SCHEMA
+    output_schema: dict[str, Any] = DEFAULT_OUTPUT_SCHEMA
     parallel_safe: bool = True
     effect_tags: tuple[str, ...] = ()
     #: Running the same call twice has the effect of running it once (a durable run re-runs an
@@ -104,8 +105,10 @@ class Tool(ABC):
     #: this False to run on the event loop and skip the thread hop (about 0.1 ms a call).
     blocking: bool = True
 
-    _run_is_async: ClassVar[bool] = False
+    #: Whether `run` is a coroutine function (a FunctionTool sets it per instance).
+    _run_is_async: bool = False
     _plain_execution: ClassVar[bool] = True
+    _routes_execute: ClassVar[bool] = False
     #: This instance's abandoned calls still running in threads; made on the first one.
     _overruns: Overruns | None = None
 
@@ -113,26 +116,66 @@ class Tool(ABC):
         super().__init_subclass__(**kwargs)
         # Decided once per class, not on every call.
         cls._run_is_async = inspect.iscoroutinefunction(cls.run)
-        # `blocking_work` stands for `execute` only while a subclass changes neither `execute`
-        # nor `call`, and changes `execute_local` only together with `blocking_work` (a
-        # sandboxed tool overrides `execute` and must never be run here in a thread).
-        cls._plain_execution = (
-            _owner(cls, "execute") is Tool
-            and _owner(cls, "call") is Tool
-            and _owner(cls, "execute_local") is _owner(cls, "blocking_work")
-        )
+        # A subclass overriding the public `execute` (to route calls elsewhere) keeps `call` on it.
+        cls._routes_execute = _owner(cls, "execute") is not Tool
+        # `_blocking_work` stands for a call only while none of the calling methods is
+        # overridden, and `execute_local` only together with it (a sandboxed tool never runs here).
+        cls._plain_execution = all(
+            _owner(cls, name) is Tool for name in ("call", "execute", "_execute", "_dispatch")
+        ) and _owner(cls, "execute_local") is _owner(cls, "_blocking_work")
 
     @abstractmethod
     def run(self, input: Any) -> Any:
         """Do the work. Sync or async; the only method a tool author has to write."""
 
-    # -- execution -------------------------------------------------------------------------
+    # -- calling ---------------------------------------------------------------------------
 
-    def merge_args(
-        self, args: Any, injected: Mapping[str, Any] | None, prefer_injected: bool
-    ) -> Any:
-        """Combine the caller's arguments with injected values (see `merge_call_args`)."""
-        return merge_call_args(args, injected, prefer_injected)
+    async def call(
+        self,
+        args: Any = None,
+        *,
+        injected: Mapping[str, Any] | None = None,
+        runner: ToolRunner | None = None,
+        prefer_injected: bool = True,
+        timeout: float | None = None,
+    ) -> ToolResult:
+        """Run the tool: always a ToolResult, never an exception for a tool fault.
+
+        Injected values are merged into dict arguments (they win unless `prefer_injected=False`);
+        the call goes to `runner.run` when a runner is given, else runs here (an async `run` is
+        awaited, a sync `run` goes to a worker thread). An exception becomes an error naming its
+        type; exceeding `timeout` (or the tool's own) cancels the call and says so; cancellation
+        of the caller propagates. While an abandoned earlier call still runs in its thread
+        (`overruns`), this call first waits for it, within its own timeout ("... is still
+        running a timed-out earlier call; not started" when the time runs out meanwhile).
+        """
+        limit = self.timeout if timeout is None else timeout
+        execute = self.execute if self._routes_execute else self._execute
+        waiting = False
+        try:
+            if limit is None:  # no cancel scope to enter and leave (about a third of a call)
+                raw = await execute(args, injected, runner, prefer_injected)
+            else:
+                with anyio.fail_after(limit):
+                    overruns = self._overruns
+                    if overruns is not None and overruns.count:
+                        waiting = True
+                        await overruns.wait()
+                        waiting = False
+                    raw = await execute(args, injected, runner, prefer_injected)
+        except TimeoutError:
+            if waiting:
+                return ToolResult.failure(
+                    self.name,
+                    f"Error: tool '{self.name}' is still running a timed-out earlier call; "
+                    "not started",
+                )
+            return ToolResult.failure(
+                self.name, f"Error: tool '{self.name}' timed out after {limit}s"
+            )
+        except Exception as exc:  # a tool fault is an observation, not a crash
+            return self._error_result(exc)
+        return self._to_result(raw)
 
     async def execute(
         self,
@@ -141,17 +184,44 @@ class Tool(ABC):
         runner: ToolRunner | None = None,
         prefer_injected: bool = True,
     ) -> Any:
-        """Run the tool and return its raw result.
+        """The raw form of `call`: the tool's raw return value; exceptions from `run` propagate.
 
-        Injected values are merged into dict arguments, then the call goes to `runner.run` when a
-        runner is given, or runs here (`execute_local`). Exceptions from `run` propagate; use
-        `call` for a result that never raises.
-
-        While an earlier call of this tool that was abandoned (timeout, cancellation) still runs
-        in a worker thread, this call waits for that thread before it starts (`overruns`); a
-        call abandoned here while its thread runs is recorded for the next one.
+        The same path as `call` (merging, runner, worker thread, waiting for overruns) without
+        the timeout and without the ToolResult normalisation.
         """
-        merged = self.merge_args(args, injected, prefer_injected)
+        return await self._execute(args, injected, runner, prefer_injected)
+
+    async def execute_local(self, args: Any) -> Any:
+        """The runner hook (`RunnableTool` in jianmu_bt.tools.runners), not for callers: run here
+        with merged arguments (validation, then await an async `run`, or a sync `run` in a worker
+        thread, or on the loop when not `blocking`)."""
+        prepared = self._prepare_input(args)
+        if isinstance(prepared, ToolResult):
+            return prepared
+        work = self._bind(prepared)
+        if self._run_is_async:
+            return await work()
+        if not self.blocking:
+            return work()
+        # A timeout or halt returns at once; the thread cannot be killed and
+        # finishes on its own (use a sandbox runner for work that must be stoppable).
+        return await run_blocking(work)
+
+    # -- the private path behind `call` and `execute` --------------------------------------
+
+    async def _execute(
+        self,
+        args: Any,
+        injected: Mapping[str, Any] | None,
+        runner: ToolRunner | None,
+        prefer_injected: bool,
+    ) -> Any:
+        """Merge the caller's arguments with injected values, then `_dispatch` the call."""
+        return await self._dispatch(self._merge_args(args, injected, prefer_injected), runner)
+
+    async def _dispatch(self, merged: Any, runner: ToolRunner | None) -> Any:
+        """Wait for overruns, hand the call to `runner` or run it here; a call abandoned while
+        its thread runs is recorded. Overridden by tools whose calls go elsewhere."""
         overruns = self._overruns
         if overruns is not None and overruns.count:
             await overruns.wait()
@@ -160,48 +230,16 @@ class Tool(ABC):
                 return await runner.run(self, merged)
             return await self.execute_local(merged)
         except BaseException as exc:  # zero cost unless raised; re-raised as it is
-            overrun = overrun_of(exc)
-            if overrun is not None:
-                self.record_overrun(overrun)
+            self.record_overrun(overrun_of(exc))
             raise
 
-    async def execute_local(self, args: Any) -> Any:
-        """Run in this process: async `run` is awaited, sync `run` goes to a worker thread."""
-        prepared = self.prepare_input(args)
-        if isinstance(prepared, ToolResult):
-            return prepared
-        if self._run_is_async:
-            return await self.run(prepared)
-        if not self.blocking:
-            return self.run(prepared)
-        # A timeout or halt returns at once; the thread cannot be killed and
-        # finishes on its own (use a sandbox runner for work that must be stoppable).
-        return await run_blocking(self.run, prepared)
+    def _merge_args(
+        self, args: Any, injected: Mapping[str, Any] | None, prefer_injected: bool
+    ) -> Any:
+        """Combine the caller's arguments with injected values (see `merge_call_args`)."""
+        return merge_call_args(args, injected, prefer_injected)
 
-    @property
-    def runs_in_a_thread(self) -> bool:
-        """True when `execute` (with no runner) runs `run` in a worker thread of this process:
-        a sync, blocking tool whose execution `blocking_work` describes exactly."""
-        return self._plain_execution and not self._run_is_async and self.blocking
-
-    def blocking_work(
-        self,
-        args: Any = None,
-        injected: Mapping[str, Any] | None = None,
-        prefer_injected: bool = True,
-    ) -> Callable[[], Any] | ToolResult:
-        """What `execute` would run in a worker thread, validated and bound, or the ToolResult
-        error for arguments that do not fit. Only for tools that `runs_in_a_thread`.
-
-        Lets a caller with many such calls hand them to the worker threads together
-        (`jianmu_bt.tools.blocking`), then normalise each outcome with `to_result`.
-        """
-        prepared = self.prepare_input(self.merge_args(args, injected, prefer_injected))
-        if isinstance(prepared, ToolResult):
-            return prepared
-        return functools.partial(self.run, prepared)
-
-    def prepare_input(self, args: Any) -> Any:
+    def _prepare_input(self, args: Any) -> Any:
         """Shape the arguments into what `run` takes, or return a ToolResult error.
 
         A tool with a non-object input schema is advertised as `{"input": ...}`; such a wrapped
@@ -219,52 +257,32 @@ class Tool(ABC):
             return args["input"]
         return args
 
-    async def call(
-        self,
-        args: Any = None,
-        *,
-        injected: Mapping[str, Any] | None = None,
-        runner: ToolRunner | None = None,
-        prefer_injected: bool = True,
-        timeout: float | None = None,
-    ) -> ToolResult:
-        """Execute and normalise: always a ToolResult, never an exception for a tool fault.
+    def _bind(self, prepared: Any) -> Callable[[], Any]:
+        """The call of `run` with prepared input, ready to run (a FunctionTool binds its fn)."""
+        return functools.partial(self.run, prepared)
 
-        A raised exception becomes an error naming its type; exceeding `timeout` (or the tool's own
-        `timeout`) cancels the call and returns an error saying so. Cancellation of the caller
-        still propagates.
+    # The batch path of ToolExecutor (jianmu_bt.nodes): blocking calls handed to threads at once.
 
-        A timed-out sync call's thread may run on: the next call waits for it, and that wait
-        counts against the next call's own timeout; a call whose time runs out while waiting
-        fails without ever starting ("... is still running a timed-out earlier call; not
-        started").
-        """
-        limit = self.timeout if timeout is None else timeout
-        waiting = False
-        try:
-            if limit is None:  # no cancel scope to enter and leave (about a third of a call)
-                raw = await self.execute(args, injected, runner, prefer_injected)
-            else:
-                with anyio.fail_after(limit):
-                    overruns = self._overruns
-                    if overruns is not None and overruns.count:
-                        waiting = True
-                        await overruns.wait()
-                        waiting = False
-                    raw = await self.execute(args, injected, runner, prefer_injected)
-        except TimeoutError:
-            if waiting:
-                return ToolResult.failure(
-                    self.name,
-                    f"Error: tool '{self.name}' is still running a timed-out earlier call; "
-                    "not started",
-                )
-            return ToolResult.failure(
-                self.name, f"Error: tool '{self.name}' timed out after {limit}s"
-            )
-        except Exception as exc:  # a tool fault is an observation, not a crash
-            return self.error_result(exc)
-        return self.to_result(raw)
+    @property
+    def _runs_in_a_thread(self) -> bool:
+        """True when a call with no runner runs `run` in a worker thread of this process: a
+        sync, blocking tool whose execution `_blocking_work` describes exactly."""
+        return self._plain_execution and not self._run_is_async and self.blocking
+
+    def _blocking_work(self, args: Any = None) -> Callable[[], Any] | ToolResult:
+        """What a call would run in a worker thread, validated and bound, or the ToolResult
+        error for arguments that do not fit. Only for tools that `_runs_in_a_thread`; each
+        outcome is then normalised with `_to_result` / `_error_result`."""
+        prepared = self._prepare_input(self._merge_args(args, None, True))
+        return prepared if isinstance(prepared, ToolResult) else self._bind(prepared)
+
+    def _to_result(self, raw: Any) -> ToolResult:
+        """A raw return value of this tool as a ToolResult (see `ToolResult.from_raw`)."""
+        return ToolResult.from_raw(self.name, raw)
+
+    def _error_result(self, exc: Exception) -> ToolResult:
+        """An exception raised by this tool as the failed ToolResult an LLM reads."""
+        return ToolResult.failure(self.name, f"Error: {type(exc).__name__}: {exc}")
 
     # -- abandoned calls still running ------------------------------------------------------
 
@@ -291,18 +309,6 @@ class Tool(ABC):
         if record is None:  # setdefault: one record even if two threads get here at once
             record = self.__dict__.setdefault("_overruns", Overruns())
         record.add(overrun)
-
-    def to_result(self, raw: Any) -> ToolResult:
-        """A raw return value of this tool as a ToolResult (see `ToolResult.from_raw`)."""
-        return ToolResult.from_raw(self.name, raw)
-
-    def error_result(self, exc: Exception) -> ToolResult:
-        """An exception raised by this tool as the failed ToolResult an LLM reads."""
-        return ToolResult.failure(self.name, f"Error: {type(exc).__name__}: {exc}")
-
-    async def call_tool_call(self, call: ToolCall, **kwargs: Any) -> ToolResult:
-        """`call` with the arguments of a ToolCall."""
-        return await self.call(call.arguments, **kwargs)
 
     # -- description and schemas -----------------------------------------------------------
 
@@ -345,9 +351,7 @@ class Tool(ABC):
     ) -> Any:
         """Wrap this tool as a ToolNode, an explicit step of a behaviour tree."""
         if _node_factory is None:
-            raise RuntimeError(
-                "Tool.as_node needs the tree layer: import jianmu_bt (or jianmu_bt.nodes) first"
-            )
+            raise RuntimeError("Tool.as_node needs the tree layer: import jianmu_bt.nodes first")
         return _node_factory(self, name=name, input_key=input_key, output_key=output_key, **kwargs)
 
     def __repr__(self) -> str:
@@ -370,21 +374,13 @@ async def wait_for_overruns(tools: Iterable[Tool]) -> None:
     """Return once no thread still runs an abandoned (timed-out or cancelled) call of `tools`.
 
     Waits on each tool's record in turn until all are clear, also for overruns that appear
-    meanwhile; no polling (the ending thread wakes the waiter). It has no time limit of its own:
-    cancel the caller (a cancel scope, a halt) to stop waiting; a cancelled wait leaves nothing
-    behind. Returns at once when nothing runs.
+    meanwhile; no polling (the ending thread wakes the waiter). No time limit of its own: cancel
+    the caller to stop waiting (a cancelled wait leaves nothing behind).
 
-    `Tool.call`/`execute` already make the next call of the same tool wait. Call this where a
-    slot or a turn must stay taken while a timed-out call's thread runs on, for example in
-    ToolExecutor:
-
-    - serial batch: after each call, `await wait_for_overruns([tool])` before the next call
-      (of any tool) starts;
-    - parallel batch: inside the concurrency slot, after the call,
-      `async with limiter: result = await run_tool_call(...); await wait_for_overruns([tool])`,
-      so the slot is released only when the thread has ended.
-
-    Guard it with `has_overruns(tools)` where even an await that returns at once counts.
+    `Tool.call` already makes the next call of the same tool wait; call this where a turn or a
+    concurrency slot must stay taken while a timed-out call's thread runs on (ToolExecutor: after
+    each call of a serial batch, and inside the slot of a parallel one). Guard it with
+    `has_overruns(tools)` where even an await that returns at once counts.
     """
     pending = list(tools)
     while True:

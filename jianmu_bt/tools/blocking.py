@@ -35,7 +35,7 @@ import contextlib
 import contextvars
 import threading
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any, TypeVar
 
 import anyio.to_thread
@@ -53,7 +53,9 @@ DEFAULT_IDLE_TIMEOUT = 10.0
 class _Job:
     __slots__ = ("args", "context", "fn", "future")
 
-    def __init__(self, future: asyncio.Future[Any], fn: Callable[..., Any], args: tuple) -> None:
+    def __init__(
+        self, future: asyncio.Future[Any], fn: Callable[..., Any], args: tuple[Any, ...]
+    ) -> None:
         self.future = future
         self.context = contextvars.copy_context()
         self.fn = fn
@@ -85,7 +87,7 @@ class BlockingPool:
         self._finished: list[tuple[_Job, bool, Any]] = []
         self._overruns: dict[_Job, Overrun] = {}  # running jobs whose caller gave up on them
         self._delivery_scheduled = False
-        self._closer: AsyncIterator[None] | None = None  # see blocking_pool()
+        self._closer: AsyncGenerator[None, None] | None = None  # see blocking_pool()
         self.closed = False
 
     @property
@@ -94,7 +96,7 @@ class BlockingPool:
         with self._lock:
             return len(self._threads)
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+    def submit(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
         """Queue `fn(*args)` and return the future of its result (call from the pool's loop).
 
         Cancelling the future before a worker takes the call means it never runs.
@@ -102,11 +104,11 @@ class BlockingPool:
         loop = self._loop()
         if loop is None or self.closed:
             raise RuntimeError("this blocking pool is closed")
-        job = _Job(loop.create_future(), fn, args)
+        future: asyncio.Future[T] = loop.create_future()
         with self._lock:
-            self._jobs.append(job)
+            self._jobs.append(_Job(future, fn, args))
             self._wake_one()
-        return job.future
+        return future
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run `fn(*args)` in a worker thread and return its result (or raise its exception).
@@ -282,7 +284,7 @@ async def blocking_pool() -> BlockingPool:
     return pool
 
 
-async def _close_with_the_loop(pool: BlockingPool) -> AsyncIterator[None]:
+async def _close_with_the_loop(pool: BlockingPool) -> AsyncGenerator[None, None]:
     try:
         yield
     finally:
@@ -306,7 +308,7 @@ async def run_blocking(fn: Callable[..., T], /, *args: Any) -> T:
     return await pool.run(fn, *args)
 
 
-async def _run_in_anyio_thread(fn: Callable[..., T], args: tuple) -> T:
+async def _run_in_anyio_thread(fn: Callable[..., T], args: tuple[Any, ...]) -> T:
     """`fn(*args)` in one of anyio's worker threads, with the same Overrun on cancellation."""
     overrun = Overrun()
     overrun._started = False

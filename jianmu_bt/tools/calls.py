@@ -97,9 +97,11 @@ class ToolCall:
         seen: set[str] = set()
         unique = []
         for call in calls:
-            if not call.id or call.id in seen:
-                call = replace(call, id=new_call_id())
-            seen.add(call.id)
+            call_id = call.id
+            if not call_id or call_id in seen:
+                call_id = new_call_id()
+                call = replace(call, id=call_id)
+            seen.add(call_id)
             unique.append(call)
         return unique
 

@@ -20,10 +20,9 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, overload
+from typing import Any, TypedDict, Unpack, overload
 
-from jianmu_bt.tools.base import DEFAULT_DESCRIPTION, Tool
-from jianmu_bt.tools.blocking import run_blocking
+from jianmu_bt.tools.base import DEFAULT_DESCRIPTION, DEFAULT_OUTPUT_SCHEMA, Tool
 from jianmu_bt.tools.calls import ToolResult
 from jianmu_bt.tools.signature import ArgumentError, FunctionSignature
 
@@ -60,14 +59,14 @@ class FunctionTool(Tool):
         self.description = description or self.signature.description or DEFAULT_DESCRIPTION
         self.input_schema = dict(input_schema) if input_schema else self.signature.input_schema
         self.output_schema = dict(output_schema or self.signature.output_schema or {}) or dict(
-            Tool.output_schema
+            DEFAULT_OUTPUT_SCHEMA
         )
         self.parallel_safe = parallel_safe
         self.effect_tags = tuple(effect_tags)
         self.timeout = timeout
         self.blocking = blocking
         self.idempotent = idempotent
-        self._fn_is_async = inspect.iscoroutinefunction(fn)
+        self._run_is_async = inspect.iscoroutinefunction(fn)
         # A tool with one visible parameter may be called with a bare value instead of a dict.
         visible = [n for n in self.signature.param_names if n not in self.signature.injected_names]
         self._sole_param = visible[0] if len(visible) == 1 else None
@@ -88,16 +87,16 @@ class FunctionTool(Tool):
         """Call the function (the coroutine of an async function is returned, not awaited)."""
         return self.fn(*args, **kwargs)
 
-    def merge_args(
+    def _merge_args(
         self, args: Any, injected: Mapping[str, Any] | None, prefer_injected: bool
     ) -> Any:
-        """Like `Tool.merge_args`, but values an LLM sent for injected parameters are dropped."""
+        """Like `Tool._merge_args`, but values an LLM sent for injected parameters are dropped."""
         hidden = self.signature.injected_names
         if hidden and isinstance(args, Mapping) and hidden.intersection(args):
             args = {k: v for k, v in args.items() if k not in hidden}
-        return super().merge_args(args, injected, prefer_injected)
+        return super()._merge_args(args, injected, prefer_injected)
 
-    def prepare_input(self, args: Any) -> Any:
+    def _prepare_input(self, args: Any) -> Any:
         """Validated keyword arguments, or a ToolResult error that names the bad argument."""
         if args is None:
             args = {}
@@ -119,36 +118,9 @@ class FunctionTool(Tool):
                 self.name, f"Error: invalid arguments for tool '{self.name}': {exc}"
             )
 
-    async def execute_local(self, args: Any) -> Any:
-        """Validate, then await the async function or run the sync one in a worker thread."""
-        kwargs = self.prepare_input(args)
-        if isinstance(kwargs, ToolResult):
-            return kwargs
-        bound = self._bind(kwargs)
-        if self._fn_is_async:
-            return await bound()
-        if not self.blocking:
-            return bound()
-        return await run_blocking(bound)
-
-    @property
-    def runs_in_a_thread(self) -> bool:
-        """True for a sync function that blocks (`blocking=True`, the default)."""
-        return self._plain_execution and not self._fn_is_async and self.blocking
-
-    def blocking_work(
-        self,
-        args: Any = None,
-        injected: Mapping[str, Any] | None = None,
-        prefer_injected: bool = True,
-    ) -> Callable[[], Any] | ToolResult:
-        """The validated call of the function, or a ToolResult error (see `Tool.blocking_work`)."""
-        kwargs = self.prepare_input(self.merge_args(args, injected, prefer_injected))
-        if isinstance(kwargs, ToolResult):
-            return kwargs
-        return self._bind(kwargs)
-
-    def _bind(self, kwargs: dict[str, Any]) -> functools.partial[Any]:
+    def _bind(self, prepared: Any) -> Callable[[], Any]:
+        """The call of the function with validated keyword arguments (see `Tool._bind`)."""
+        kwargs: dict[str, Any] = prepared
         positional = [kwargs.pop(n) for n in self.signature.positional_only]
         return functools.partial(self.fn, *positional, **kwargs)
 
@@ -156,42 +128,33 @@ class FunctionTool(Tool):
         return f"<FunctionTool {self.name!r} of {getattr(self.fn, '__qualname__', self.fn)!r}>"
 
 
+class ToolOptions(TypedDict, total=False):
+    """The keyword options of `@tool(...)` and `FunctionTool(fn, ...)`; `tool` describes them."""
+
+    name: str | None
+    description: str | None
+    input_schema: Mapping[str, Any] | None
+    output_schema: Mapping[str, Any] | None
+    parallel_safe: bool
+    effect_tags: Iterable[str]
+    injected: Iterable[str]
+    timeout: float | None
+    blocking: bool
+    idempotent: bool
+
+
 @overload
-def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
+def tool(fn: Callable[..., Any], /, **options: Unpack[ToolOptions]) -> FunctionTool: ...
 
 
 @overload
 def tool(
-    fn: None = None,
-    /,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    input_schema: Mapping[str, Any] | None = None,
-    output_schema: Mapping[str, Any] | None = None,
-    parallel_safe: bool = True,
-    effect_tags: Iterable[str] = (),
-    injected: Iterable[str] = (),
-    timeout: float | None = None,
-    blocking: bool = True,
-    idempotent: bool = False,
+    fn: None = None, /, **options: Unpack[ToolOptions]
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
 def tool(
-    fn: Callable[..., Any] | None = None,
-    /,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    input_schema: Mapping[str, Any] | None = None,
-    output_schema: Mapping[str, Any] | None = None,
-    parallel_safe: bool = True,
-    effect_tags: Iterable[str] = (),
-    injected: Iterable[str] = (),
-    timeout: float | None = None,
-    blocking: bool = True,
-    idempotent: bool = False,
+    fn: Callable[..., Any] | None = None, /, **options: Unpack[ToolOptions]
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Turn a function into a FunctionTool: `@tool` or `@tool(name=..., effect_tags=...)`.
 
@@ -202,18 +165,6 @@ def tool(
     `idempotent` (running the same call twice has the effect of running it once: a durable run
     may re-run it after a crash; it can read its `idempotency_key` as an injected parameter).
     """
-    options = {
-        "name": name,
-        "description": description,
-        "input_schema": input_schema,
-        "output_schema": output_schema,
-        "parallel_safe": parallel_safe,
-        "effect_tags": effect_tags,
-        "injected": injected,
-        "timeout": timeout,
-        "blocking": blocking,
-        "idempotent": idempotent,
-    }
     if fn is not None:
         return FunctionTool(fn, **options)
     return lambda f: FunctionTool(f, **options)

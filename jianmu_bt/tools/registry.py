@@ -7,7 +7,6 @@ whose optional dependency is missing is skipped with a logged reason and never b
 from __future__ import annotations
 
 import difflib
-import importlib
 import inspect
 import logging
 from collections.abc import Callable, Iterable, Mapping
@@ -15,27 +14,17 @@ from typing import Any, ClassVar
 
 from jianmu_bt.tools.base import Tool
 from jianmu_bt.tools.providers import BaseToolProvider
+from jianmu_bt.tools.references import ReferenceProblem, resolve_reference
 
 logger = logging.getLogger(__name__)
 
 ToolSource = type[Tool] | Callable[..., Tool] | str
 
-# The built-in tools: name -> "module:attr". The modules come with the built-in tools and the
-# sandbox runners; a module that cannot be imported marks its tool unavailable, with the reason.
-_DEFAULT_BUILTINS: dict[str, str] = {
-    "read_file": "jianmu_bt.tools.builtin.files:ReadFileTool",
-    "write_file": "jianmu_bt.tools.builtin.files:WriteFileTool",
-    "list_dir": "jianmu_bt.tools.builtin.files:ListDirTool",
-    "file_info": "jianmu_bt.tools.builtin.files:FileInfoTool",
-    "str_replace": "jianmu_bt.tools.builtin.edit_file:StrReplaceTool",
-    "glob_search": "jianmu_bt.tools.builtin.search_files:GlobSearchTool",
-    "grep_search": "jianmu_bt.tools.builtin.search_files:GrepSearchTool",
-    "calculator": "jianmu_bt.tools.builtin.calculator:CalculatorTool",
-    "http_request": "jianmu_bt.tools.builtin.http:HTTPRequestTool",
-    "duckduckgo_search": "jianmu_bt.tools.builtin.web_search:DuckDuckGoSearchTool",
-    "python_repl": "jianmu_bt.tools.builtin.python_repl:PythonREPLTool",
-    "bash": "jianmu_bt.tools.builtin.bash:BashTool",
-}
+# The built-in tools are registered as package entry points (group "jianmu.tools" in
+# pyproject.toml: name = "module:attr"), read once, on first use. The tools layer so never names
+# the modules above it, and any installed package can add tools the same way. A module that cannot
+# be imported marks its tool unavailable, with the reason.
+ENTRY_POINT_GROUP = "jianmu.tools"
 
 _DEFAULT_ALIASES: dict[str, str] = {
     "file_read": "read_file",
@@ -100,7 +89,7 @@ class BuiltinToolProvider(BaseToolProvider):
     @classmethod
     def _ensure_builtins(cls) -> None:
         if not cls._loaded:
-            for name, source in _DEFAULT_BUILTINS.items():
+            for name, source in _entry_point_tools().items():
                 cls._builtins.setdefault(name, source)
             for alias, name in _DEFAULT_ALIASES.items():
                 cls._aliases.setdefault(alias, name)
@@ -150,17 +139,22 @@ class BuiltinToolProvider(BaseToolProvider):
         return result
 
     @classmethod
-    def _load(cls, name: str) -> type[Tool] | Callable[..., Tool]:
+    def _load(cls, name: str) -> Callable[..., Tool]:
+        """The class or factory registered as `name`, imported on first use."""
         source = cls._builtins[name]
         if not isinstance(source, str):
             return source
-        module_name, _, attr = source.partition(":")
         try:
-            return getattr(importlib.import_module(module_name), attr)
-        except ImportError as exc:
+            found = resolve_reference(source)
+        except ReferenceProblem as exc:
             raise ToolUnavailableError(f"built-in tool '{name}' is not available: {exc}") from exc
-        except AttributeError as exc:
-            raise ToolUnavailableError(f"built-in tool '{name}': {source} not found") from exc
+        if not callable(found):
+            raise ToolUnavailableError(
+                f"built-in tool '{name}' is not available: '{source}' is a "
+                f"{type(found).__name__}, not a Tool class or factory"
+            )
+        factory: Callable[..., Tool] = found
+        return factory
 
     @classmethod
     def build(cls, name: str, options: Mapping[str, Any] | None = None) -> Tool:
@@ -218,6 +212,19 @@ class BuiltinToolProvider(BaseToolProvider):
         for key, custom_tool in custom.items():
             tools.setdefault(key, custom_tool)
         return list(tools.values())
+
+
+def _entry_point_tools() -> dict[str, str]:
+    """name -> "module:attr" of every tool registered under ENTRY_POINT_GROUP."""
+    from importlib.metadata import entry_points  # only when the registry is first used
+
+    found = {ep.name.lower(): ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    if not found:
+        logger.warning(
+            "no built-in tools are registered: jianmu-bt's entry points are missing (is the "
+            "package installed? `pip install -e .` in a source checkout)"
+        )
+    return found
 
 
 def _accepted_kwargs(factory: Callable[..., Any], options: Mapping[str, Any]) -> dict[str, Any]:

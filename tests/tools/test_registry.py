@@ -157,3 +157,15 @@ async def test_from_providers_collects_tools_in_order(registry_snapshot):
     assert await toolset.execute("greeter", "you") == "hello you"
     async with Static([]) as provider:
         assert provider.get_tools() == []
+
+
+def test_a_misspelt_builtin_attribute_is_unavailable_with_a_suggestion(registry_snapshot):
+    BuiltinToolProvider.register_tool("typo", "jianmu_bt.tools.builtin.files:ReadFileTol")
+    reason = BuiltinToolProvider.availability()["typo"]
+    assert "not available" in reason and "did you mean 'ReadFileTool'" in reason
+
+
+def test_a_builtin_reference_to_something_not_callable_is_unavailable(registry_snapshot):
+    BuiltinToolProvider.register_tool("constant", "jianmu_bt.tools.base:DEFAULT_NAME")
+    reason = BuiltinToolProvider.availability()["constant"]
+    assert "not available" in reason and "not a Tool class or factory" in reason

@@ -215,3 +215,46 @@ def test_as_node_without_tree_layer_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(base, "_node_factory", None)
     with pytest.raises(RuntimeError, match="tree layer"):
         Echo().as_node()
+
+
+def test_callers_have_one_way_to_run_a_tool():
+    # `call` (plus `execute`, its raw form, and `execute_local`, the runner hook); the helpers
+    # behind them are private.
+    for gone in (
+        "call_tool_call",
+        "blocking_work",
+        "prepare_input",
+        "merge_args",
+        "runs_in_a_thread",
+        "to_result",
+        "error_result",
+    ):
+        assert not hasattr(Tool, gone), gone
+
+
+@pytest.mark.anyio
+async def test_call_and_execute_take_the_same_path_to_a_runner():
+    seen = []
+
+    class Recording:
+        async def run(self, tool, args):
+            seen.append(args)
+            return "Error: refused by the runner"
+
+    runner = Recording()
+    raw = await ObjectTool().execute({"x": 1}, injected={"y": 2}, runner=runner)
+    result = await ObjectTool().call({"x": 1}, injected={"y": 2}, runner=runner)
+    assert raw == "Error: refused by the runner"
+    assert result == ToolResult("obj", False, None, "Error: refused by the runner")
+    assert seen == [{"x": 1, "y": 2}, {"x": 1, "y": 2}]
+
+
+@pytest.mark.anyio
+async def test_a_subclass_that_overrides_execute_routes_call_through_it():
+    class Routed(Echo):
+        async def execute(self, args=None, injected=None, runner=None, prefer_injected=True):
+            return f"routed {await super().execute(args, injected, runner, prefer_injected)}"
+
+    assert await Routed().execute("a") == "routed a"
+    assert (await Routed().call("b")).output == "routed b"
+    assert (await Echo().call("c")).output == "c"

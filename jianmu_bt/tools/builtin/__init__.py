@@ -8,45 +8,41 @@ and an optional dependency (ddgs) is loaded only when a search runs.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from typing import TYPE_CHECKING
 
-_EXPORTS: dict[str, str] = {
-    "ReadFileTool": "files",
-    "WriteFileTool": "files",
-    "ListDirTool": "files",
-    "FileInfoTool": "files",
-    "StrReplaceTool": "edit_file",
-    "GlobSearchTool": "search_files",
-    "GrepSearchTool": "search_files",
-    "CalculatorTool": "calculator",
-    "Calculator": "calculator",
-    "CalculatorLimits": "calculator",
-    "HTTPRequestTool": "http",
-    "NetworkPolicy": "network_policy",
-    "DuckDuckGoSearchTool": "web_search",
-    "SearchBackend": "web_search",
-    "DDGSBackend": "web_search",
-    "Workspace": "workspace",
-    "WorkspaceError": "workspace",
-    "ToolFault": "model_tool",
-    "PythonREPLTool": "python_repl",
-    "BashTool": "bash",
-    "CommandPolicy": "bash",
-    "SandboxedTool": "sandboxed",
-}
+from jianmu_bt._lazy import lazy_exports
 
-__all__ = sorted(_EXPORTS)
+if TYPE_CHECKING:  # what type checkers and IDEs see
+    from jianmu_bt.tools.builtin.bash import BashTool as BashTool, CommandPolicy as CommandPolicy
+    from jianmu_bt.tools.builtin.calculator import (
+        Calculator as Calculator,
+        CalculatorLimits as CalculatorLimits,
+        CalculatorTool as CalculatorTool,
+    )
+    from jianmu_bt.tools.builtin.edit_file import StrReplaceTool as StrReplaceTool
+    from jianmu_bt.tools.builtin.files import (
+        FileInfoTool as FileInfoTool,
+        ListDirTool as ListDirTool,
+        ReadFileTool as ReadFileTool,
+        WriteFileTool as WriteFileTool,
+    )
+    from jianmu_bt.tools.builtin.http import HTTPRequestTool as HTTPRequestTool
+    from jianmu_bt.tools.builtin.model_tool import ToolFault as ToolFault
+    from jianmu_bt.tools.builtin.network_policy import NetworkPolicy as NetworkPolicy
+    from jianmu_bt.tools.builtin.python_repl import PythonREPLTool as PythonREPLTool
+    from jianmu_bt.tools.builtin.sandboxed import SandboxedTool as SandboxedTool
+    from jianmu_bt.tools.builtin.search_files import (
+        GlobSearchTool as GlobSearchTool,
+        GrepSearchTool as GrepSearchTool,
+    )
+    from jianmu_bt.tools.builtin.web_search import (
+        DDGSBackend as DDGSBackend,
+        DuckDuckGoSearchTool as DuckDuckGoSearchTool,
+        SearchBackend as SearchBackend,
+    )
+    from jianmu_bt.tools.builtin.workspace import (
+        Workspace as Workspace,
+        WorkspaceError as WorkspaceError,
+    )
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, globals())

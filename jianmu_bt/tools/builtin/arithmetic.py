@@ -38,6 +38,8 @@ from jianmu_bt.tools.builtin.arithmetic_limits import (
 )
 
 __all__ = [
+    "BINARY_OPERATORS",
+    "COMPARISONS",
     "CONSTANTS",
     "FUNCTIONS",
     "FUNCTION_NAMES",
@@ -105,7 +107,9 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 }
 FUNCTION_NAMES = tuple(sorted([*FUNCTIONS, *SIZED_FUNCTIONS]))
 
-_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+#: `+ - * / // %` as functions (the calculator sizes `*` before it runs and handles `**` apart);
+#: shared with other safe evaluators (tree conditions).
+BINARY_OPERATORS: dict[type[ast.operator], Callable[[Any, Any], Number]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
@@ -118,7 +122,8 @@ _UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
     ast.USub: operator.neg,
     ast.Not: operator.not_,
 }
-_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
+#: The comparisons of numbers; shared with other safe evaluators (tree conditions add more).
+COMPARISONS: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
     ast.Eq: operator.eq,
     ast.NotEq: operator.ne,
     ast.Lt: operator.lt,
@@ -249,40 +254,40 @@ class _Evaluation:
         self.nodes += 1
         if self.nodes > self.check_at or depth > self.max_depth:
             self.checkpoint(depth)
-        kind = type(node)
-        if kind is ast.Constant:
+        # isinstance narrows the node's type for mypy; ast.parse makes no subclasses of these.
+        if isinstance(node, ast.Constant):
             value = node.value
             if type(value) is int:
                 if value.bit_length() > self.max_bits:
                     raise self.too_large()
                 return value
             return self.constant(value)
-        if kind is ast.BinOp:
+        if isinstance(node, ast.BinOp):
             if type(node.left) is ast.BinOp:
                 return self.chain(node, depth)
             left = self.value(node.left, depth + 1)
             return self.binary(node.op, left, self.value(node.right, depth + 1))
-        if kind is ast.UnaryOp and type(node.op) in _UNARY:
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
             return self.checked(_UNARY[type(node.op)](self.value(node.operand, depth + 1)))
-        if kind is ast.Compare:
+        if isinstance(node, ast.Compare):
             return self.compare(node, depth)
-        if kind is ast.BoolOp:
+        if isinstance(node, ast.BoolOp):
             return self.boolean(node, depth)
-        if kind is ast.Name:
+        if isinstance(node, ast.Name):
             if node.id in CONSTANTS:
                 return CONSTANTS[node.id]
             raise CalculatorError(f"unknown name {node.id!r}; {_ALLOWED_TEXT}")
-        if kind is ast.Call:
+        if isinstance(node, ast.Call):
             return self.call(node, depth)
-        what = _REFUSED.get(kind, type(node).__name__)
+        what = _REFUSED.get(type(node), type(node).__name__)
         raise CalculatorError(f"not allowed: {what}; {_ALLOWED_TEXT}")
 
     def chain(self, node: ast.BinOp, depth: int) -> Number:
         """A left-leaning run of operators (`1 + 2 - 3 * 4 ...`) walked as a loop, so a long
         sum is not mistaken for deep nesting."""
         links = [node]
-        while type(node.left) is ast.BinOp:
-            node = node.left  # type: ignore[assignment]
+        while isinstance(node.left, ast.BinOp):
+            node = node.left
             links.append(node)
             self.count(depth)
         result = self.value(node.left, depth + 1)
@@ -292,17 +297,16 @@ class _Evaluation:
 
     @staticmethod
     def constant(value: Any) -> Number:
-        if type(value) in (int, float, bool):
+        if isinstance(value, int | float):  # bool is an int
             return value
         kind = "complex numbers" if isinstance(value, complex) else f"{type(value).__name__}"
         raise CalculatorError(f"not allowed: {kind} values; {_ALLOWED_TEXT}")
 
     def checked(self, value: Any) -> Number:
         """`value` if it is a real number within the size limit."""
-        kind = type(value)
-        if kind is float:
+        if isinstance(value, float):
             return value
-        if kind is int or kind is bool:
+        if isinstance(value, int):  # bool included
             if value.bit_length() > self.max_bits:
                 raise self.too_large()
             return value
@@ -322,7 +326,7 @@ class _Evaluation:
         # A product of integers has at most as many bits as its factors together.
         if kind is ast.Mult and product_bits(left, right) > self.max_bits + 1:
             raise self.too_large()
-        function = _BINARY.get(kind)
+        function = BINARY_OPERATORS.get(kind)
         if function is None:
             raise CalculatorError(f"not allowed: the operator {kind.__name__}; {_ALLOWED_TEXT}")
         try:
@@ -335,10 +339,10 @@ class _Evaluation:
     def compare(self, node: ast.Compare, depth: int) -> bool:
         left = self.value(node.left, depth + 1)
         for op, right_node in zip(node.ops, node.comparators, strict=True):
-            if type(op) not in _COMPARE:
+            if type(op) not in COMPARISONS:
                 raise CalculatorError(f"the comparison {type(op).__name__} is not allowed")
             right = self.value(right_node, depth + 1)
-            if not _COMPARE[type(op)](left, right):
+            if not COMPARISONS[type(op)](left, right):
                 return False
             left = right
         return True

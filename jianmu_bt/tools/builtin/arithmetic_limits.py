@@ -194,13 +194,16 @@ def sized_call(name: str, args: list[Number], limits: CalculatorLimits) -> Numbe
             raise CalculatorError("pow() takes exactly two arguments (base, exponent)")
         return power(args[0], args[1], max_bits)
     if name == "round":
-        digits = args[1] if len(args) == 2 else 0
+        if len(args) == 1:
+            return round(args[0])
+        if len(args) != 2 or not isinstance(args[1], int):
+            raise CalculatorError("round() takes a number and an optional integer of digits")
         # round(n, -k) computes 10**k: bound k.
-        if isinstance(digits, int) and abs(digits) > limits.max_round_digits:
+        if abs(args[1]) > limits.max_round_digits:
             raise CalculatorError(
                 f"round(): at most {limits.max_round_digits} digits (max_round_digits)"
             )
-        return round(*args)
+        return round(args[0], args[1])
     if any(not isinstance(a, int) for a in args):
         raise CalculatorError(f"{name}() takes integers")
     integers: list[int] = args  # type: ignore[assignment]

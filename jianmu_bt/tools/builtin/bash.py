@@ -29,11 +29,11 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar
+from typing import IO, Any
 
 from jianmu_bt.sandbox.limits import SandboxLimits
-from jianmu_bt.tools.runners import ToolRunner
 from jianmu_bt.tools.builtin.sandboxed import SandboxedTool
+from jianmu_bt.tools.runners import ToolRunner
 
 _SEPARATORS = {";", "&&", "||", "|", "&", "(", ")", "|&", ";;", "{", "}", "!"}
 _KEYWORDS = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "case", "esac"}
@@ -157,7 +157,7 @@ class BashTool(SandboxedTool):
         "status is reported as an error with the output. Output is capped; the command has a "
         "timeout."
     )
-    input_schema: ClassVar[dict[str, Any]] = {
+    input_schema: dict[str, Any] = {
         "type": "object",
         "properties": {
             "command": {"type": "string", "description": "the command line to run"},
@@ -165,12 +165,10 @@ class BashTool(SandboxedTool):
         },
         "required": ["command"],
     }
-    output_schema: ClassVar[dict[str, Any]] = {
+    output_schema: dict[str, Any] = {
         "type": "object",
         "description": "exit_code, stdout, stderr and whether output was truncated",
     }
-    parallel_safe = False
-    effect_tags = ("exec",)
     work = "commands"
 
     def __init__(
@@ -232,19 +230,17 @@ class BashTool(SandboxedTool):
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
-        stdout, stderr, timed_out = _collect(proc, timeout, self.max_output_bytes)
-        output = {
-            "exit_code": proc.returncode,
-            "stdout": stdout.decode("utf-8", errors="replace"),
-            "stderr": stderr.decode("utf-8", errors="replace"),
-        }
+        out, err, timed_out = _collect(proc, timeout, self.max_output_bytes)
+        stdout = out.decode("utf-8", errors="replace")
+        stderr = err.decode("utf-8", errors="replace")
+        output = {"exit_code": proc.returncode, "stdout": stdout, "stderr": stderr}
         if timed_out:
-            tail = (output["stdout"] + output["stderr"])[-1000:]
+            tail = (stdout + stderr)[-1000:]
             detail = f"the command ran longer than {timeout:g} s and was killed"
             error = f"Error: timeout limit exceeded: {detail}" + (f"\n{tail}" if tail else "")
             return {"ok": False, "error": error, "output": output, "limit": "timeout"}
         if proc.returncode not in self.ok_exit_codes:
-            error = exit_error(proc.returncode, output["stdout"], output["stderr"])
+            error = exit_error(proc.returncode, stdout, stderr)
             return {"ok": False, "error": error, "output": output, "exit_code": proc.returncode}
         return output
 
@@ -254,18 +250,20 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def _collect(proc: subprocess.Popen, timeout: float, cap: int) -> tuple[bytes, bytes, bool]:
+def _collect(proc: subprocess.Popen[bytes], timeout: float, cap: int) -> tuple[bytes, bytes, bool]:
     """Read both pipes (keeping `cap` bytes of each) until EOF.
 
     The process group is killed at the deadline, and again and again once the shell has exited:
     background jobs would otherwise keep the pipes open (and outlive the call). Reading stops
     `_DRAIN` seconds after the shell exited even if something still holds a pipe.
     """
-    kept = {proc.stdout: bytearray(), proc.stderr: bytearray()}
+    if proc.stdout is None or proc.stderr is None:
+        raise ValueError("_collect needs a process with both output pipes")
+    kept: dict[IO[bytes], bytearray] = {proc.stdout: bytearray(), proc.stderr: bytearray()}
     dropped = dict.fromkeys(kept, 0)
     selector = selectors.DefaultSelector()
     for pipe in kept:
-        selector.register(pipe, selectors.EVENT_READ)
+        selector.register(pipe, selectors.EVENT_READ, data=pipe)
     deadline = time.monotonic() + timeout
     timed_out = False
     exited_at: float | None = None
@@ -284,10 +282,11 @@ def _collect(proc: subprocess.Popen, timeout: float, cap: int) -> tuple[bytes, b
             if not chunk:
                 selector.unregister(key.fileobj)
                 continue
-            buffer = kept[key.fileobj]
+            source: IO[bytes] = key.data
+            buffer = kept[source]
             room = max(cap - len(buffer), 0)
             buffer += chunk[:room]
-            dropped[key.fileobj] += len(chunk) - min(len(chunk), room)
+            dropped[source] += len(chunk) - min(len(chunk), room)
     selector.close()
     if not timed_out and proc.poll() is None:
         # Both pipes ended but the shell has not exited yet (it may be exiting right now, or it

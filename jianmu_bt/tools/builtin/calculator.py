@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import Field
 
@@ -66,7 +66,7 @@ class CalculatorTool(ModelTool):
     )
     Arguments = CalculatorArgs
     primary_argument = "expression"
-    output_schema: ClassVar[dict[str, Any]] = {
+    output_schema: dict[str, Any] = {
         "type": "string",
         "description": "The value of the expression, e.g. '391' or '1.4142135623730951'",
     }

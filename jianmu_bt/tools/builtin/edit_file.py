@@ -10,7 +10,7 @@ the first few matches are located by line.
 from __future__ import annotations
 
 import os
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import Field
 
@@ -39,7 +39,7 @@ class StrReplaceTool(WorkspaceTool):
         "true. The file is rewritten atomically."
     )
     Arguments = StrReplaceArgs
-    output_schema: ClassVar[dict[str, Any]] = {
+    output_schema: dict[str, Any] = {
         "type": "string",
         "description": "How many occurrences were replaced, and where",
     }

@@ -10,11 +10,12 @@ atomic; list_dir reads at most `max_scan_entries` entries of a directory.
 
 from __future__ import annotations
 
+import io
 import itertools
 import os
 import stat
 from datetime import UTC, datetime
-from typing import Any, BinaryIO, ClassVar, Literal
+from typing import Any, BinaryIO, Literal
 
 from pydantic import Field
 
@@ -87,7 +88,7 @@ class ReadFileTool(WorkspaceTool):
     )
     Arguments = ReadFileArgs
     primary_argument = "path"
-    output_schema: ClassVar[dict[str, Any]] = {
+    output_schema: dict[str, Any] = {
         "type": "string",
         "description": "The file's text, with a [truncated ...] note when it was cut",
     }
@@ -120,7 +121,7 @@ class ReadFileTool(WorkspaceTool):
                 self._skip_lines(handle, input.start_line, shown)
             return self._read_lines(handle, input.start_line, input.max_lines)
 
-    def _skip_lines(self, handle: BinaryIO, start_line: int, shown: str) -> None:
+    def _skip_lines(self, handle: io.BufferedReader, start_line: int, shown: str) -> None:
         """Move past the lines before `start_line`, reading at most `max_scan_bytes` bytes in
         blocks; an error when the file has fewer lines or they lie past the scan limit."""
         need, scanned, last = start_line - 1, 0, b"\n"
@@ -206,7 +207,7 @@ class WriteFileTool(WorkspaceTool):
         "replaced as a whole. mode 'append' adds to the end, 'create' refuses to overwrite."
     )
     Arguments = WriteFileArgs
-    output_schema: ClassVar[dict[str, Any]] = {
+    output_schema: dict[str, Any] = {
         "type": "string",
         "description": "What was written, and whether the file is new",
     }
@@ -272,7 +273,7 @@ class ListDirTool(WorkspaceTool):
     )
     Arguments = ListDirArgs
     primary_argument = "path"
-    output_schema: ClassVar[dict[str, Any]] = {
+    output_schema: dict[str, Any] = {
         "type": "object",
         "description": "The directory listing",
         "properties": {
@@ -341,7 +342,7 @@ class FileInfoTool(WorkspaceTool):
     )
     Arguments = FileInfoArgs
     primary_argument = "path"
-    output_schema: ClassVar[dict[str, Any]] = {
+    output_schema: dict[str, Any] = {
         "type": "object",
         "description": "path, type, size, modified (ISO 8601, UTC), permissions, binary, lines",
     }

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import anyio
 import httpcore
@@ -137,7 +137,7 @@ class HTTPRequestTool(ModelTool):
     )
     Arguments = HTTPRequestArgs
     primary_argument = "url"
-    output_schema: ClassVar[dict[str, Any]] = {
+    output_schema: dict[str, Any] = {
         "type": "object",
         "description": "status, reason, url (final), headers, body, truncated, redirects",
         "properties": {
@@ -172,10 +172,12 @@ class HTTPRequestTool(ModelTool):
         """
         if isinstance(network_policy, Mapping):
             network_policy = NetworkPolicy.model_validate(network_policy)
-        self.policy = network_policy or NetworkPolicy(
-            allowed_hosts=None if allowed_hosts is None else tuple(allowed_hosts),
-            allow_private=allow_private,
-            allowed_networks=tuple(allowed_networks),
+        self.policy = network_policy or NetworkPolicy.model_validate(
+            {
+                "allowed_hosts": None if allowed_hosts is None else tuple(allowed_hosts),
+                "allow_private": allow_private,
+                "allowed_networks": tuple(allowed_networks),  # text, parsed by the model
+            }
         )
         self.max_response_bytes = max_response_bytes
         self.max_redirects = max_redirects
@@ -205,28 +207,27 @@ class HTTPRequestTool(ModelTool):
         try:
             with anyio.fail_after(input.timeout):
                 return await self._request(input)
-        except TimeoutError:
-            raise ToolFault(f"request to {input.url} timed out after {input.timeout}s") from None
-        except httpx.ReadTimeout:
-            raise ToolFault(
-                f"request to {input.url} timed out: the server sent nothing for "
-                f"{min(input.timeout, self.read_timeout)}s (ReadTimeout)"
-            ) from None
-        except httpx.TimeoutException as exc:
-            raise ToolFault(f"request to {input.url} timed out: {type(exc).__name__}") from None
-        except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
-            raise ToolFault(f"invalid URL {input.url!r}: {exc}") from None
-        except httpx.RemoteProtocolError as exc:
-            if "buffer too long" not in str(exc):
-                raise ToolFault(
-                    f"request to {input.url} failed: RemoteProtocolError: {exc}"
-                ) from None
-            raise ToolFault(
-                f"request to {input.url} failed: the response's header section (or a chunk "
-                f"header or trailer) is larger than {_HEADER_LIMIT // 1024} KiB"
-            ) from None
-        except httpx.HTTPError as exc:
-            raise ToolFault(f"request to {input.url} failed: {type(exc).__name__}: {exc}") from None
+        except (TimeoutError, httpx.HTTPError, httpx.InvalidURL) as exc:
+            raise ToolFault(self._failure(input, exc)) from None
+
+    def _failure(self, input: HTTPRequestArgs, exc: Exception) -> str:
+        """What went wrong with the request, in words an LLM can act on."""
+        url = input.url
+        if isinstance(exc, TimeoutError):  # the call's own limit (anyio.fail_after)
+            return f"request to {url} timed out after {input.timeout}s"
+        if isinstance(exc, httpx.ReadTimeout):
+            wait = min(input.timeout, self.read_timeout)
+            return f"request to {url} timed out: the server sent nothing for {wait}s (ReadTimeout)"
+        if isinstance(exc, httpx.TimeoutException):
+            return f"request to {url} timed out: {type(exc).__name__}"
+        if isinstance(exc, httpx.InvalidURL | httpx.UnsupportedProtocol):
+            return f"invalid URL {url!r}: {exc}"
+        if isinstance(exc, httpx.RemoteProtocolError) and "buffer too long" in str(exc):
+            return (
+                f"request to {url} failed: the response's header section (or a chunk header or "
+                f"trailer) is larger than {_HEADER_LIMIT // 1024} KiB"
+            )
+        return f"request to {url} failed: {type(exc).__name__}: {exc}"
 
     async def _request(self, input: HTTPRequestArgs) -> dict[str, Any]:
         # Identity is asked for; a coding sent anyway is decoded under the cap by BodyReader.
@@ -258,18 +259,18 @@ class HTTPRequestTool(ModelTool):
                     raise NetworkPolicyError(
                         f"redirect {len(redirects)} to {request.url} refused: {exc}"
                     ) from None
+                follow = response.next_request if input.follow_redirects else None
                 try:
-                    follow = input.follow_redirects and response.next_request is not None
-                    if not follow:
+                    if follow is None:
                         return await self._result(input, response, redirects)
                     if len(redirects) >= self.max_redirects:
                         raise ToolFault(
                             f"too many redirects: more than {self.max_redirects}, last to "
-                            f"{response.next_request.url}"
+                            f"{follow.url}"
                         )
                 finally:
                     await response.aclose()
-                request = response.next_request
+                request = follow
                 redirects.append(str(request.url))
 
     async def _result(

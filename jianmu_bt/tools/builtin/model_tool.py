@@ -84,7 +84,7 @@ class ModelTool(Tool):
                 f"invalid arguments for '{self.name}': {format_validation_error(exc)}"
             ) from None
 
-    def prepare_input(self, args: Any) -> Any:
+    def _prepare_input(self, args: Any) -> Any:
         """The validated argument model, or a ToolResult error the LLM can correct."""
         try:
             return self.parse_arguments(args)

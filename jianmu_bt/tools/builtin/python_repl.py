@@ -25,11 +25,11 @@ import linecache
 import traceback
 import uuid
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 from jianmu_bt.sandbox.limits import SandboxLimits
-from jianmu_bt.tools.runners import ToolRunner
 from jianmu_bt.tools.builtin.sandboxed import SandboxedTool
+from jianmu_bt.tools.runners import ToolRunner
 
 _VALUE_CHARS = 10_000
 
@@ -77,17 +77,15 @@ class PythonREPLTool(SandboxedTool):
         "Run Python code in an isolated sandbox process and return its stdout, stderr and the "
         "repr of the final expression. Use print() for intermediate results."
     )
-    input_schema: ClassVar[dict[str, Any]] = {
+    input_schema: dict[str, Any] = {
         "type": "object",
         "properties": {"code": {"type": "string", "description": "Python source to run"}},
         "required": ["code"],
     }
-    output_schema: ClassVar[dict[str, Any]] = {
+    output_schema: dict[str, Any] = {
         "type": "object",
         "description": "stdout, stderr and value (repr of the last expression, or null)",
     }
-    parallel_safe = False
-    effect_tags = ("exec",)
     work = "code"
     #: The code comes from outside: never run it in a sandbox's shared worker.
     sandbox_untrusted = True
@@ -154,19 +152,23 @@ class PythonREPLTool(SandboxedTool):
         else:
             namespace = {"__name__": "__main__"}
         self._calls += 1
-        result = self._execute(code, namespace)
+        result = self._run_code(code, namespace)
         if self.session and isinstance(result.get("output"), dict):
             result["output"]["session_call"] = self._calls
         return result
 
-    def _execute(self, code: str, namespace: dict[str, Any]) -> dict[str, Any]:
+    def _run_code(self, code: str, namespace: dict[str, Any]) -> dict[str, Any]:
         filename = f"<python_repl:{self._calls}>"
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         stdout, stderr = CappedText(self.max_output_chars), CappedText(self.max_output_chars)
         value: Any = None
         try:
             tree = ast.parse(code, filename, "exec")
-            last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+            last = tree.body[-1] if tree.body else None
+            if isinstance(last, ast.Expr):  # its value is evaluated apart, to return it
+                tree.body.pop()
+            else:
+                last = None
             with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
                 exec(compile(tree, filename, "exec"), namespace)
                 if last is not None:

@@ -21,18 +21,22 @@ from typing import Any, ClassVar, Self
 from jianmu_bt.sandbox.context import inside_sandbox
 from jianmu_bt.sandbox.limits import SandboxLimits
 from jianmu_bt.sandbox.local import LocalSandbox
-from jianmu_bt.tools.runners import InProcessRunner, ToolRunner
 from jianmu_bt.tools.base import Tool
+from jianmu_bt.tools.runners import InProcessRunner, ToolRunner
 
 
 class SandboxedTool(Tool):
     """A tool that runs only inside a sandbox worker; subclasses write `run` as usual.
 
     `work` names what the tool runs ("commands", "code") in its refusals. `refuse(args)` may
-    turn a call down in the caller's process, before anything is sent to a sandbox.
+    turn a call down in the caller's process, before anything is sent to a sandbox. Such a tool
+    is not parallel-safe and has the effect tag "exec" unless a subclass says otherwise.
     """
 
     work: ClassVar[str] = "work"
+    # Commands and code have effects nobody can see in advance: never run two at once.
+    parallel_safe = False
+    effect_tags = ("exec",)
     #: Whether calls may use the network; off unless the tool is built with `network=True`.
     network: bool = False
 
@@ -83,15 +87,8 @@ class SandboxedTool(Tool):
             )
         return self._owned
 
-    async def execute(
-        self,
-        args: Any = None,
-        injected: Mapping[str, Any] | None = None,
-        runner: ToolRunner | None = None,
-        prefer_injected: bool = True,
-    ) -> Any:
+    async def _dispatch(self, merged: Any, runner: ToolRunner | None) -> Any:
         """Check `refuse`, then send the call to a sandbox runner (never in-process)."""
-        merged = self.merge_args(args, injected, prefer_injected)
         refused = self.refuse(merged)
         if refused:
             return refused

@@ -19,7 +19,7 @@ import stat
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import regex
 from pydantic import Field
@@ -73,8 +73,15 @@ class _Budget:
         if reason not in self.skipped and len(self.skipped) < 5:
             self.skipped.append(reason)
 
-    def finish(self, result: dict[str, Any]) -> dict[str, Any]:
-        """Add the walk's notes to a search result; a cut walk makes it incomplete."""
+    def finish(self, result: dict[str, Any], full: str | None) -> dict[str, Any]:
+        """Complete a search result: whether it is `truncated` and a `note` saying why: `full`
+        (the results filled up), else why the search stopped, else the parts the walk left out.
+        """
+        result["truncated"] = bool(full or self.stop_reason or self.skipped)
+        if full:
+            result["note"] = full
+        elif self.stop_reason:
+            result["note"] = f"search {self.stop_reason}; results are incomplete"
         if self.skipped:
             result["truncated"] = True
             result["skipped"] = list(self.skipped)
@@ -96,7 +103,10 @@ class _Budget:
 
 
 class _SearchTool(WorkspaceTool):
-    """Shared limits of the two search tools."""
+    """What the two search tools share: limits, a `pattern` first, reading files only."""
+
+    primary_argument = "pattern"
+    effect_tags = ("file_read",)
 
     def __init__(
         self,
@@ -153,12 +163,10 @@ class GlobSearchTool(_SearchTool):
         "Symbolic links are not followed."
     )
     Arguments = GlobSearchArgs
-    primary_argument = "pattern"
-    output_schema: ClassVar[dict[str, Any]] = {
+    output_schema: dict[str, Any] = {
         "type": "object",
         "description": "matches (paths), truncated, and a note when the search stopped early",
     }
-    effect_tags = ("file_read",)
 
     @reports_faults
     def run(self, input: GlobSearchArgs) -> dict[str, Any]:
@@ -195,17 +203,10 @@ class GlobSearchTool(_SearchTool):
                         matches.append(prefix + rel + ("/" if is_dir else ""))
                 if truncated or budget.stop_reason:
                     break
-        result: dict[str, Any] = {
-            "pattern": input.pattern,
-            "path": shown_base,
-            "matches": sorted(matches),
-            "truncated": truncated or budget.stop_reason is not None,
-        }
-        if truncated:
-            result["note"] = f"more than {input.max_results} matches; narrow the pattern"
-        elif budget.stop_reason:
-            result["note"] = f"search {budget.stop_reason}; results are incomplete"
-        return budget.finish(result)
+        result: dict[str, Any] = {"pattern": input.pattern, "path": shown_base}
+        result["matches"] = sorted(matches)
+        full = f"more than {input.max_results} matches; narrow the pattern"
+        return budget.finish(result, full if truncated else None)
 
 
 def _descend_rule(hidden: bool, max_depth: int | None) -> Callable[[str], bool]:
@@ -242,12 +243,10 @@ class GrepSearchTool(_SearchTool):
         "bounded in time and results."
     )
     Arguments = GrepSearchArgs
-    primary_argument = "pattern"
-    output_schema: ClassVar[dict[str, Any]] = {
+    output_schema: dict[str, Any] = {
         "type": "object",
         "description": "matches ('path:line: text'), files_searched, files_skipped, truncated",
     }
-    effect_tags = ("file_read",)
 
     def __init__(
         self,
@@ -307,13 +306,9 @@ class GrepSearchTool(_SearchTool):
             "matches": matches,
             "files_searched": searched,
             "files_skipped": skipped,
-            "truncated": full or budget.stop_reason is not None,
         }
-        if full:
-            result["note"] = f"stopped at {input.max_results} matching lines; narrow the search"
-        elif budget.stop_reason:
-            result["note"] = f"search {budget.stop_reason}; results are incomplete"
-        return budget.finish(result)
+        note = f"stopped at {input.max_results} matching lines; narrow the search"
+        return budget.finish(result, note if full else None)
 
     def _read_text(self, dir_fd: int, name: str, skipped: dict[str, int]) -> str | None:
         handle = open_regular_at(dir_fd, name)

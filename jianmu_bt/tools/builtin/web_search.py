@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import importlib
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import anyio
 from pydantic import Field
@@ -43,9 +43,10 @@ def import_ddgs_class() -> type[Any]:
     """The DDGS class from `ddgs`, else from `duckduckgo_search`; ToolFault when neither exists."""
     for module_name in ("ddgs", "duckduckgo_search"):
         try:
-            return importlib.import_module(module_name).DDGS
+            found: type[Any] = importlib.import_module(module_name).DDGS
         except ImportError:
             continue
+        return found
     raise ToolFault(
         "web search is not available here: neither the 'ddgs' nor the 'duckduckgo_search' "
         "package is installed (pip install 'jianmu-bt[search]')"
@@ -118,7 +119,7 @@ class DuckDuckGoSearchTool(ModelTool):
     )
     Arguments = WebSearchArgs
     primary_argument = "query"
-    output_schema: ClassVar[dict[str, Any]] = {
+    output_schema: dict[str, Any] = {
         "type": "object",
         "description": "query and results: [{title, url, snippet}]",
         "properties": {

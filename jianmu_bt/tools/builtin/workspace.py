@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import errno
 import inspect
+import io
 import os
 import re
 import secrets
@@ -254,7 +255,7 @@ class Workspace:
             except FileNotFoundError:
                 raise WorkspaceError(f"'{self.display(resolved)}' does not exist") from None
 
-    def open_file(self, resolved: Path, allow_hardlinks: bool = False) -> BinaryIO:
+    def open_file(self, resolved: Path, allow_hardlinks: bool = False) -> io.BufferedReader:
         """Open a regular file for binary reading; directories, pipes and devices are refused,
         and so is a file with more than one hard link unless `allow_hardlinks`."""
         shown = self.display(resolved)
