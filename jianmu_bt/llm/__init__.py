@@ -3,8 +3,8 @@
 Conversations are OpenAI-shaped message dicts (`jianmu_bt.llm.messages`); a provider sends them
 with tool schemas and `LLMOptions` and answers with an `LLMResponse` (assistant message,
 `ToolCall`s with ids, text, `Usage`), or streams `TextDelta` / `ToolCallDelta` events ending in
-`StreamCompleted`. Failures are `LLMError` subclasses; retries, timeouts and key redaction are
-built in. See docs/llm.md.
+`StreamCompleted`. Failures are `LLMError` subclasses; retries (the project's one `RetryPolicy`),
+timeouts and key redaction are built in. See docs/llm.md.
 """
 
 from jianmu_bt.llm.anthropic import AnthropicProvider
@@ -34,6 +34,7 @@ from jianmu_bt.llm.errors import (
     LLMTimeoutError,
     ScriptExhaustedError,
 )
+from jianmu_bt.llm.http_errors import DEFAULT_RETRY_STATUSES, parse_retry_after
 from jianmu_bt.llm.messages import (
     assistant_message,
     normalize_messages,
@@ -44,11 +45,12 @@ from jianmu_bt.llm.messages import (
 )
 from jianmu_bt.llm.openai_compat import OpenAICompatibleProvider
 from jianmu_bt.llm.request import tool_schemas
-from jianmu_bt.llm.retry import RetryPolicy, parse_retry_after
 from jianmu_bt.llm.scripted import ScriptedCall, ScriptedProvider
 from jianmu_bt.llm.streaming import StreamAssembler
+from jianmu_bt.tools.retry import RetryPolicy
 
 __all__ = [
+    "DEFAULT_RETRY_STATUSES",
     "AnthropicProvider",
     "InvalidRequestError",
     "LLMAuthenticationError",

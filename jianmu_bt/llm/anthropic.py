@@ -7,11 +7,10 @@ and `anthropic-version`; the conversation is converted by `jianmu_bt.llm.anthrop
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
-from typing import Any
+from typing import Any, Unpack
 
-import httpx
 from pydantic import SecretStr
 
 from jianmu_bt.llm.anthropic_wire import (
@@ -21,11 +20,10 @@ from jianmu_bt.llm.anthropic_wire import (
     anthropic_body,
     tool_input_text,
 )
-from jianmu_bt.llm.base import LLMOptions, LLMResponse, StreamCompleted, StreamEvent, Usage
+from jianmu_bt.llm.base import LLMResponse, StreamCompleted, StreamEvent, Usage
 from jianmu_bt.llm.errors import LLMError, LLMRateLimitError, LLMServerError
-from jianmu_bt.llm.http_provider import HTTPProvider, VendorSettings, resolve_settings
+from jianmu_bt.llm.http_provider import HTTPProvider, HTTPSettings, VendorSettings
 from jianmu_bt.llm.request import PreparedRequest
-from jianmu_bt.llm.retry import RetryPolicy
 from jianmu_bt.llm.streaming import StreamAssembler
 from jianmu_bt.tools import ToolCall
 
@@ -63,10 +61,12 @@ class AnthropicProvider(HTTPProvider):
 
     `max_tokens` is required by this API: `default_max_tokens` is sent when the options name
     none. `anthropic_version` is the API version header; `headers` are added to every request
-    (for example an `anthropic-beta` flag).
+    (for example an `anthropic-beta` flag). The other settings are `HTTPProvider`'s.
     """
 
     vendor = ANTHROPIC
+    path = "/v1/messages"
+    auth_header = "x-api-key"
 
     def __init__(
         self,
@@ -74,34 +74,21 @@ class AnthropicProvider(HTTPProvider):
         base_url: str | None = None,
         api_key: str | SecretStr | None = None,
         *,
-        api_key_env: str | None = None,
-        options: LLMOptions | None = None,
-        timeout: float = 120.0,
-        retry: RetryPolicy | None = None,
-        headers: Mapping[str, str] | None = None,
         anthropic_version: str = ANTHROPIC_VERSION,
         default_max_tokens: int = DEFAULT_MAX_TOKENS,
-        http_client: httpx.AsyncClient | None = None,
+        **settings: Unpack[HTTPSettings],
     ) -> None:
-        settings = resolve_settings(
-            ANTHROPIC, base_url=base_url, api_key=api_key, api_key_env=api_key_env, model=model
-        )
-        hint = ""
-        if settings.base_url.endswith("/v1"):
-            hint = f" (the base URL {settings.base_url!r} ends in '/v1'; '/v1/messages' is added)"
-        super().__init__(
-            settings,
-            path="/v1/messages",
-            headers={"anthropic-version": anthropic_version, **(headers or {})},
-            auth_header="x-api-key",
-            auth_prefix="",
-            not_found_hint=hint,
-            options=options,
-            timeout=timeout,
-            retry=retry,
-            http_client=http_client,
-        )
+        self.anthropic_version = anthropic_version
         self.default_max_tokens = default_max_tokens
+        super().__init__(model, base_url, api_key, **settings)
+
+    def _vendor_headers(self) -> dict[str, str]:
+        return {"anthropic-version": self.anthropic_version}
+
+    def _not_found_hint(self, base_url: str) -> str:
+        if base_url.endswith("/v1"):
+            return f" (the base URL {base_url!r} ends in '/v1'; '/v1/messages' is added)"
+        return ""
 
     def _body(self, request: PreparedRequest, *, stream: bool) -> dict[str, Any]:
         return anthropic_body(request, stream=stream, default_max_tokens=self.default_max_tokens)
@@ -130,7 +117,7 @@ class AnthropicProvider(HTTPProvider):
             model=data.get("model") or request.model,
         )
 
-    async def _events(self, request: PreparedRequest) -> AsyncIterator[StreamEvent]:
+    async def _events(self, request: PreparedRequest) -> AsyncGenerator[StreamEvent, None]:
         endpoint = self._endpoint
         assembler = StreamAssembler()
         stopped = False

@@ -9,7 +9,9 @@ llm: {provider: scripted, replies: ["The answer is 391."]}
 Keys: `provider` (openai | openai_compatible | anthropic | scripted), `model`, `base_url`,
 `api_key_env` (the name of the variable holding the key; a key itself does not belong in a tree
 file), `timeout`, `temperature`, `max_tokens`, `tool_choice`, `parallel_tool_calls`, `extra`,
-`headers`, `retry` (RetryPolicy fields) and, for scripted, `replies`. Unknown keys are errors.
+`headers`, `retry` (RetryPolicy fields), `retry_statuses` (the HTTP statuses worth a retry; also
+accepted inside `retry:`, where older files name it) and, for scripted, `replies`. Unknown keys
+are errors.
 """
 
 from __future__ import annotations
@@ -17,16 +19,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from jianmu_bt.llm.anthropic import AnthropicProvider
 from jianmu_bt.llm.base import LLMOptions, LLMProvider
 from jianmu_bt.llm.errors import LLMConfigurationError
+from jianmu_bt.llm.http_provider import DEFAULT_TIMEOUT
 from jianmu_bt.llm.openai_compat import OpenAICompatibleProvider
-from jianmu_bt.llm.retry import RetryPolicy
 from jianmu_bt.llm.scripted import ScriptedProvider
+from jianmu_bt.tools.retry import RetryPolicy
 
 PROVIDER_NAMES = ("openai", "openai_compatible", "anthropic", "scripted")
+# The config keys that are per-call defaults (`LLMOptions`) rather than provider settings.
+OPTION_KEYS = frozenset(
+    {"temperature", "max_tokens", "tool_choice", "parallel_tool_calls", "extra"}
+)
 
 
 class LLMConfig(BaseModel):
@@ -46,17 +53,24 @@ class LLMConfig(BaseModel):
     extra: dict[str, Any] = Field(default_factory=dict)
     headers: dict[str, str] = Field(default_factory=dict)
     retry: RetryPolicy | None = None
+    retry_statuses: frozenset[int] | None = None
     replies: list[str | dict[str, Any]] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lift_retry_statuses(cls, data: Any) -> Any:
+        """`retry: {retry_statuses: [...]}` (the older place of the key) still works."""
+        retry = data.get("retry") if isinstance(data, Mapping) else None
+        if isinstance(retry, Mapping) and "retry_statuses" in retry:
+            if data.get("retry_statuses") is not None:
+                raise ValueError("retry_statuses is given both in retry: and beside it")
+            retry = dict(retry)
+            data = {**data, "retry": retry, "retry_statuses": retry.pop("retry_statuses")}
+        return data
 
     def options(self) -> LLMOptions:
         """The per-call defaults this config names."""
-        return LLMOptions(
-            temperature=self.temperature,
-            max_tokens=self.max_tokens,
-            tool_choice=self.tool_choice,
-            parallel_tool_calls=self.parallel_tool_calls,
-            extra=self.extra,
-        )
+        return LLMOptions(**self.model_dump(include=set(OPTION_KEYS)))
 
 
 def _describe(error: ValidationError) -> str:
@@ -82,7 +96,9 @@ def provider_from_config(config: Mapping[str, Any] | LLMConfig) -> LLMProvider:
         if config.replies is None:
             raise LLMConfigurationError("llm.replies: a scripted provider needs a list of replies")
         unused = [
-            key for key in ("base_url", "api_key_env", "retry") if getattr(config, key) is not None
+            key
+            for key in ("base_url", "api_key_env", "retry", "retry_statuses")
+            if getattr(config, key) is not None
         ]
         if unused:
             raise LLMConfigurationError(
@@ -96,15 +112,13 @@ def provider_from_config(config: Mapping[str, Any] | LLMConfig) -> LLMProvider:
             f"llm.replies: only a scripted provider takes replies, not {config.provider!r}"
         )
     cls = AnthropicProvider if config.provider == "anthropic" else OpenAICompatibleProvider
-    kwargs: dict[str, Any] = {}
-    if config.timeout is not None:
-        kwargs["timeout"] = config.timeout
     return cls(
         model=config.model,
         base_url=config.base_url,
         api_key_env=config.api_key_env,
         options=config.options(),
         retry=config.retry,
+        retry_statuses=config.retry_statuses,
         headers=config.headers,
-        **kwargs,
+        timeout=DEFAULT_TIMEOUT if config.timeout is None else config.timeout,
     )

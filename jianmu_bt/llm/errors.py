@@ -7,6 +7,20 @@ server's reply are redacted before they reach an exception (servers do echo keys
 
 from __future__ import annotations
 
+from typing import TypedDict, Unpack
+
+
+class ErrorDetails(TypedDict, total=False):
+    """What an LLMError may tell besides its message (each an attribute of the error)."""
+
+    provider: str | None
+    url: str | None
+    model: str | None
+    status_code: int | None
+    body: str | None
+    retry_after: float | None
+    retryable: bool
+
 
 class LLMError(Exception):
     """Base class of every LLM provider error.
@@ -14,30 +28,23 @@ class LLMError(Exception):
     Attributes: `provider` ("openai", "anthropic", "scripted"), `url`, `model`, `status_code`
     (None when no HTTP reply was received), `body` (the server's reply, redacted and shortened) and
     `retry_after` (seconds the server asked us to wait, when it said); `retryable` tells the
-    retry loop whether trying again may help.
+    retry loop whether trying again may help. Each is given as a keyword (`ErrorDetails`).
     """
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        provider: str | None = None,
-        url: str | None = None,
-        model: str | None = None,
-        status_code: int | None = None,
-        body: str | None = None,
-        retry_after: float | None = None,
-        retryable: bool = False,
-    ) -> None:
+    # Defaults of the details a raise site leaves out.
+    provider: str | None = None
+    url: str | None = None
+    model: str | None = None
+    status_code: int | None = None
+    body: str | None = None
+    retry_after: float | None = None
+    retryable: bool = False
+
+    def __init__(self, message: str, **details: Unpack[ErrorDetails]) -> None:
         super().__init__(message)
         self.message = message
-        self.provider = provider
-        self.url = url
-        self.model = model
-        self.status_code = status_code
-        self.body = body
-        self.retry_after = retry_after
-        self.retryable = retryable
+        for name, value in details.items():
+            setattr(self, name, value)
 
     def __str__(self) -> str:
         return self.message

@@ -2,7 +2,9 @@
 
 Each message names the request (`POST <url>`), the model, the status, the server's own words
 (pulled out of the vendors' error shapes) and what to check. The caller passes a `redact`
-function: the server's text goes through it before it reaches a message or `body`.
+function: the server's text goes through it before it reaches a message or `body`. Which
+statuses are worth a retry, and how long the server asked us to wait (Retry-After), are HTTP
+matters decided here; the retry loop (`jianmu_bt.llm.retry`) only reads the error's verdict.
 """
 
 from __future__ import annotations
@@ -10,10 +12,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from http import HTTPStatus
 from typing import Any
 
 from jianmu_bt.llm.errors import (
+    ErrorDetails,
     LLMAuthenticationError,
     LLMBadRequestError,
     LLMError,
@@ -21,10 +26,41 @@ from jianmu_bt.llm.errors import (
     LLMRateLimitError,
     LLMServerError,
 )
-from jianmu_bt.llm.retry import parse_retry_after
 
 BODY_LIMIT = 2000
 MESSAGE_LIMIT = 300
+# Statuses worth another attempt: timeouts, conflicts, rate limits, overloaded servers.
+DEFAULT_RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+
+
+def parse_retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
+    """Seconds a server asked us to wait, from `retry-after-ms` or `Retry-After`, else None.
+
+    `Retry-After` may be a number of seconds or an HTTP date; a date in the past gives 0.
+    Unreadable values are ignored (None), never an error.
+    """
+    lowered = {k.lower(): v for k, v in headers.items()}
+    millis = lowered.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = lowered.get("retry-after")
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,13 +120,14 @@ def error_from_status(
         reason = "error"
     where = f"POST {context.url} returned {status} {reason}"
     model = f" for model {context.model!r}" if context.model else ""
-    fields: dict[str, Any] = {
+    retry_after = parse_retry_after(headers)
+    fields: ErrorDetails = {
         "provider": context.provider,
         "url": context.url,
         "model": context.model,
         "status_code": status,
         "body": text[:BODY_LIMIT],
-        "retry_after": parse_retry_after(headers),
+        "retry_after": retry_after,
         "retryable": status in retry_statuses,
     }
     if status in (401, 403):
@@ -106,8 +143,8 @@ def error_from_status(
         )
     if status == 429:
         hint = ""
-        if fields["retry_after"] is not None:
-            hint = f" (the server asked to retry after {fields['retry_after']:g} s)"
+        if retry_after is not None:
+            hint = f" (the server asked to retry after {retry_after:g} s)"
         return LLMRateLimitError(
             f"{context.provider}: rate limited: {where}{model}: {said}{hint}", **fields
         )

@@ -9,12 +9,11 @@ pass `api_key=`, `api_key_env=`, or (OpenAI-compatible) set `JIANMU_LLM_API_KEY`
 from __future__ import annotations
 
 import os
-from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping, Sequence
+from abc import abstractmethod
+from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, ClassVar, TypedDict
 from urllib.parse import urlparse
 
 import httpx
@@ -22,9 +21,11 @@ from pydantic import SecretStr
 
 from jianmu_bt.llm.base import LLMOptions, LLMResponse, StreamEvent, ToolsInput
 from jianmu_bt.llm.errors import LLMConfigurationError, LLMError, LLMServerError
-from jianmu_bt.llm.request import PreparedRequest, prepare_request
-from jianmu_bt.llm.retry import RetryPolicy
+from jianmu_bt.llm.http_errors import DEFAULT_RETRY_STATUSES
+from jianmu_bt.llm.provider import ProviderBase
+from jianmu_bt.llm.request import PreparedRequest
 from jianmu_bt.llm.transport import HTTPEndpoint, check_base_url
+from jianmu_bt.tools.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from httpx_sse import ServerSentEvent
@@ -115,47 +116,82 @@ def resolve_settings(
     )
 
 
-class HTTPProvider(ABC):
-    """The shared skeleton of an LLM provider over HTTP: checks, one endpoint, `complete`, `stream`.
+class HTTPSettings(TypedDict, total=False):
+    """The keyword settings every HTTP provider takes (see `HTTPProvider`)."""
 
-    Subclasses convert a `PreparedRequest` to their wire format (`_body`) and read the reply
-    (`_parse`, `_events`). `async with provider:` pools connections for the calls inside it;
-    outside such a block each call uses connections of its own, closed when it ends.
+    api_key_env: str | None
+    options: LLMOptions | None
+    timeout: float
+    retry: RetryPolicy | None
+    retry_statuses: Collection[int] | None
+    headers: Mapping[str, str] | None
+    http_client: httpx.AsyncClient | None
+
+
+class HTTPProvider(ProviderBase):
+    """The shared skeleton of an LLM provider over HTTP: settings, one endpoint, the call flow.
+
+    The settings every vendor takes: `model`, `base_url`, `api_key` (else `api_key_env`, else the
+    vendor's variables), default `options`, `timeout` (seconds per request), `retry` (a
+    `RetryPolicy`), `retry_statuses` (the HTTP statuses worth a retry; 408, 409, 429, 5xx and 529
+    by default), `headers` added to every request and an `http_client` of the caller's.
+
+    Subclasses name their vendor, path and key header as class attributes, convert a
+    `PreparedRequest` to their wire format (`_body`) and read the reply (`_parse`, `_events`).
+    `async with provider:` pools connections for the calls inside it; outside such a block each
+    call uses connections of its own, closed when it ends.
     """
 
     vendor: VendorSettings
+    path: ClassVar[str]
+    auth_header: ClassVar[str]
+    auth_prefix: ClassVar[str] = ""
 
     def __init__(
         self,
-        settings: ResolvedSettings,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key: str | SecretStr | None = None,
         *,
-        path: str,
-        headers: Mapping[str, str],
-        auth_header: str,
-        auth_prefix: str,
-        not_found_hint: str,
-        options: LLMOptions | None,
-        timeout: float,
-        retry: RetryPolicy | None,
-        http_client: httpx.AsyncClient | None,
+        api_key_env: str | None = None,
+        options: LLMOptions | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        retry: RetryPolicy | None = None,
+        retry_statuses: Collection[int] | None = None,
+        headers: Mapping[str, str] | None = None,
+        http_client: httpx.AsyncClient | None = None,
     ) -> None:
         if timeout <= 0:
             raise LLMConfigurationError(f"{self.vendor.name}: timeout must be > 0, got {timeout}")
+        settings = resolve_settings(
+            self.vendor, base_url=base_url, api_key=api_key, api_key_env=api_key_env, model=model
+        )
         self.base_url = settings.base_url
         self._settings = settings
         self._defaults = LLMOptions(model=settings.model, timeout=timeout).merged(options)
         self._endpoint = HTTPEndpoint(
             provider=self.vendor.name,
-            url=f"{settings.base_url}{path}",
-            headers={"user-agent": "jianmu-bt", **headers},
+            url=f"{settings.base_url}{self.path}",
+            headers={"user-agent": "jianmu-bt", **self._vendor_headers(), **(headers or {})},
             api_key=settings.api_key,
-            auth_header=auth_header,
-            auth_prefix=auth_prefix,
+            auth_header=self.auth_header,
+            auth_prefix=self.auth_prefix,
             key_hint=settings.key_hint,
-            not_found_hint=not_found_hint,
+            not_found_hint=self._not_found_hint(settings.base_url),
             retry=retry or RetryPolicy(),
+            retry_statuses=(
+                DEFAULT_RETRY_STATUSES if retry_statuses is None else frozenset(retry_statuses)
+            ),
             http_client=http_client,
         )
+
+    def _vendor_headers(self) -> dict[str, str]:
+        """Headers the vendor's API requires on every request (before the caller's own)."""
+        return {}
+
+    def _not_found_hint(self, base_url: str) -> str:
+        """What to check about `base_url` when a 404 comes back ("" when nothing stands out)."""
+        return ""
 
     @property
     def model(self) -> str | None:
@@ -174,20 +210,13 @@ class HTTPProvider(ABC):
             f"api_key={key})"
         )
 
+    def _missing_model_hint(self) -> str:
+        return f"pass model= or LLMOptions(model=...), or set {' or '.join(self.vendor.model_envs)}"
+
     def _prepare(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        tools: ToolsInput,
-        options: LLMOptions | None,
+        self, messages: Sequence[Mapping[str, Any]], tools: ToolsInput, options: LLMOptions | None
     ) -> PreparedRequest:
-        names = " or ".join(self.vendor.model_envs)
-        request = prepare_request(
-            messages,
-            tools,
-            options,
-            self._defaults,
-            missing_model_hint=f"pass model= or LLMOptions(model=...), or set {names}",
-        )
+        request = super()._prepare(messages, tools, options)
         if self._settings.key_required and self._settings.api_key is None:
             raise LLMConfigurationError(
                 f"{self.vendor.name}: no API key for {self.base_url}. {self._settings.key_hint}",
@@ -199,35 +228,18 @@ class HTTPProvider(ABC):
     def _timeout(self, request: PreparedRequest) -> float:
         return request.options.timeout or DEFAULT_TIMEOUT
 
-    async def complete(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        tools: ToolsInput = None,
-        options: LLMOptions | None = None,
-    ) -> LLMResponse:
-        """Send the conversation; the whole assistant reply (see `LLMProvider.complete`)."""
-        request = self._prepare(messages, tools, options)
+    async def _answer(self, request: PreparedRequest) -> LLMResponse:
         data = await self._endpoint.post_json(
             self._body(request, stream=False), model=request.model, timeout=self._timeout(request)
         )
         return self._parse(data, request)
 
-    async def stream(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        tools: ToolsInput = None,
-        options: LLMOptions | None = None,
-    ) -> AsyncIterator[StreamEvent]:
-        """Send the conversation; the reply as events ending with `StreamCompleted`.
+    def _answer_stream(self, request: PreparedRequest) -> AsyncGenerator[StreamEvent, None]:
+        return self._events(request)
 
-        Close it early with `contextlib.aclosing` when not reading it to the end.
-        """
-        request = self._prepare(messages, tools, options)
-        async with aclosing(self._events(request)) as events:
-            async for event in events:
-                yield event
-
-    async def _server_events(self, request: PreparedRequest) -> AsyncIterator[ServerSentEvent]:
+    async def _server_events(
+        self, request: PreparedRequest
+    ) -> AsyncGenerator[ServerSentEvent, None]:
         """POST `request` as a stream and yield the reply's server-sent events (for `_events`)."""
         body = self._body(request, stream=True)
         stream = self._endpoint.stream_events(
@@ -264,7 +276,7 @@ class HTTPProvider(ABC):
         """The reply of a non-streaming request."""
 
     @abstractmethod
-    def _events(self, request: PreparedRequest) -> AsyncIterator[StreamEvent]:
+    def _events(self, request: PreparedRequest) -> AsyncGenerator[StreamEvent, None]:
         """Stream the request and translate the vendor's events."""
 
     async def open(self) -> None:
@@ -277,15 +289,3 @@ class HTTPProvider(ABC):
     async def aclose(self) -> None:
         """Close the connections `open()` pooled in the running event loop."""
         await self._endpoint.aclose()
-
-    async def __aenter__(self) -> Self:
-        await self._endpoint.open()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()

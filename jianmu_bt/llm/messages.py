@@ -108,7 +108,7 @@ def _normalize_tool_calls(where: str, raw: Any) -> list[dict[str, Any]]:
             raise InvalidRequestError(
                 f"{where}.tool_calls[{i}] must be a dict, got {type(item).__name__}"
             )
-        call = ToolCall.from_dict(item)
+        call = item if isinstance(item, ToolCall) else ToolCall.from_dict(item)
         if not call.name:
             raise InvalidRequestError(f"{where}.tool_calls[{i}] has no function name")
         if not call.id:

@@ -18,17 +18,15 @@ Settings come from the arguments, else `JIANMU_LLM_BASE_URL` / `OPENAI_BASE_URL`
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
-from typing import Any
+from typing import Any, Unpack
 
-import httpx
 from pydantic import SecretStr
 
-from jianmu_bt.llm.base import LLMOptions, LLMResponse, StreamCompleted, StreamEvent, Usage
-from jianmu_bt.llm.http_provider import HTTPProvider, VendorSettings, resolve_settings
+from jianmu_bt.llm.base import LLMResponse, StreamCompleted, StreamEvent, Usage
+from jianmu_bt.llm.http_provider import HTTPProvider, HTTPSettings, VendorSettings
 from jianmu_bt.llm.request import TOOL_CHOICE_WORDS, PreparedRequest
-from jianmu_bt.llm.retry import RetryPolicy
 from jianmu_bt.llm.streaming import StreamAssembler
 from jianmu_bt.tools import ToolCall
 
@@ -102,10 +100,13 @@ class OpenAICompatibleProvider(HTTPProvider):
 
     Parallel tool calls come back as several `ToolCall`s with their ids. `stream_usage` asks
     for token usage at the end of a stream (`stream_options.include_usage`); turn it off for a
-    server that rejects that field. `headers` are added to every request.
+    server that rejects that field. The other settings are `HTTPProvider`'s.
     """
 
     vendor = OPENAI
+    path = "/chat/completions"
+    auth_header = "authorization"
+    auth_prefix = "Bearer "
 
     def __init__(
         self,
@@ -113,38 +114,19 @@ class OpenAICompatibleProvider(HTTPProvider):
         base_url: str | None = None,
         api_key: str | SecretStr | None = None,
         *,
-        api_key_env: str | None = None,
-        options: LLMOptions | None = None,
-        timeout: float = 120.0,
-        retry: RetryPolicy | None = None,
-        headers: Mapping[str, str] | None = None,
         stream_usage: bool = True,
-        http_client: httpx.AsyncClient | None = None,
+        **settings: Unpack[HTTPSettings],
     ) -> None:
-        settings = resolve_settings(
-            OPENAI, base_url=base_url, api_key=api_key, api_key_env=api_key_env, model=model
-        )
-        hint = (
-            ""
-            if settings.base_url.endswith("/v1")
-            else (
-                f" (OpenAI-compatible servers usually serve under '/v1': is the base URL "
-                f"{settings.base_url!r} missing it?)"
-            )
-        )
-        super().__init__(
-            settings,
-            path="/chat/completions",
-            headers=dict(headers or {}),
-            auth_header="authorization",
-            auth_prefix="Bearer ",
-            not_found_hint=hint,
-            options=options,
-            timeout=timeout,
-            retry=retry,
-            http_client=http_client,
-        )
         self.stream_usage = stream_usage
+        super().__init__(model, base_url, api_key, **settings)
+
+    def _not_found_hint(self, base_url: str) -> str:
+        if base_url.endswith("/v1"):
+            return ""
+        return (
+            f" (OpenAI-compatible servers usually serve under '/v1': is the base URL "
+            f"{base_url!r} missing it?)"
+        )
 
     def _body(self, request: PreparedRequest, *, stream: bool) -> dict[str, Any]:
         return openai_body(request, stream=stream, stream_usage=self.stream_usage)
@@ -179,7 +161,7 @@ class OpenAICompatibleProvider(HTTPProvider):
             model=data.get("model") or request.model,
         )
 
-    async def _events(self, request: PreparedRequest) -> AsyncIterator[StreamEvent]:
+    async def _events(self, request: PreparedRequest) -> AsyncGenerator[StreamEvent, None]:
         endpoint = self._endpoint
         assembler = StreamAssembler()
         done = False

@@ -20,20 +20,14 @@ import copy
 import inspect
 import json
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from jianmu_bt.llm.base import (
-    LLMOptions,
-    LLMResponse,
-    StreamCompleted,
-    StreamEvent,
-    ToolsInput,
-    Usage,
-)
+from jianmu_bt.llm.base import LLMOptions, LLMResponse, StreamCompleted, StreamEvent, Usage
 from jianmu_bt.llm.errors import InvalidRequestError, ScriptExhaustedError
-from jianmu_bt.llm.request import PreparedRequest, prepare_request
+from jianmu_bt.llm.provider import ProviderBase
+from jianmu_bt.llm.request import PreparedRequest
 from jianmu_bt.llm.streaming import StreamAssembler
 from jianmu_bt.tools import ToolCall
 
@@ -73,13 +67,15 @@ def _check_reply(reply: Any, where: str) -> None:
     if not isinstance(calls, list):
         raise InvalidRequestError(f"{where}.tool_calls must be a list")
     for i, call in enumerate(calls):
-        if not isinstance(call, (Mapping, ToolCall)) or not ToolCall.from_dict(call).name:
+        if isinstance(call, Mapping):
+            call = ToolCall.from_dict(call)
+        if not isinstance(call, ToolCall) or not call.name:
             raise InvalidRequestError(f"{where}.tool_calls[{i}] needs a 'name'")
     if reply.get("content") is None and not calls:
         raise InvalidRequestError(f"{where}: a scripted reply needs 'content' or 'tool_calls'")
 
 
-class ScriptedProvider:
+class ScriptedProvider(ProviderBase):
     """An `LLMProvider` that answers from a list of replies (in order) or from a function.
 
     `calls` records what each call saw, so a test can check the conversation the "model" was
@@ -131,7 +127,7 @@ class ScriptedProvider:
         source = "function" if self._function else f"{len(self._replies)} replies"
         return f"ScriptedProvider({source}, calls={len(self.calls)})"
 
-    async def _next_reply(self, request: PreparedRequest) -> LLMResponse:
+    async def _answer(self, request: PreparedRequest) -> LLMResponse:
         number = self._used + 1
         self.calls.append(
             ScriptedCall(copy.deepcopy(request.messages), request.tools, request.options)
@@ -174,30 +170,9 @@ class ScriptedProvider:
             model=model,
         )
 
-    def _prepare(
-        self, messages: Sequence[Mapping[str, Any]], tools: ToolsInput, options: LLMOptions | None
-    ) -> PreparedRequest:
-        return prepare_request(
-            messages, tools, options, self._defaults, missing_model_hint="pass model="
-        )
-
-    async def complete(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        tools: ToolsInput = None,
-        options: LLMOptions | None = None,
-    ) -> LLMResponse:
-        """The next scripted reply (see `LLMProvider.complete`)."""
-        return await self._next_reply(self._prepare(messages, tools, options))
-
-    async def stream(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        tools: ToolsInput = None,
-        options: LLMOptions | None = None,
-    ) -> AsyncIterator[StreamEvent]:
+    async def _answer_stream(self, request: PreparedRequest) -> AsyncGenerator[StreamEvent, None]:
         """The next scripted reply as word-sized text deltas and tool-call fragments."""
-        response = await self._next_reply(self._prepare(messages, tools, options))
+        response = await self._answer(request)
         assembler = StreamAssembler()
         assembler.set_model(response.model)
         for piece in re.findall(r"\s*\S+\s*", response.text) or [response.text]:
@@ -213,12 +188,3 @@ class ScriptedProvider:
         assembler.set_finish_reason(response.finish_reason)
         assembler.set_usage(response.usage)
         yield StreamCompleted(assembler.build(response.model))
-
-    async def aclose(self) -> None:
-        """Nothing to release; here so every provider can be closed the same way."""
-
-    async def __aenter__(self) -> ScriptedProvider:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()

@@ -19,7 +19,7 @@ import json
 import logging
 import ssl
 import weakref
-from collections.abc import AsyncIterator, Generator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Mapping
 from contextlib import aclosing, asynccontextmanager
 from typing import Any
 
@@ -35,10 +35,16 @@ from jianmu_bt.llm.errors import (
     LLMResponseError,
     LLMTimeoutError,
 )
-from jianmu_bt.llm.http_errors import BODY_LIMIT, ErrorContext, error_from_status
-from jianmu_bt.llm.retry import RetryPolicy, call_with_retries
+from jianmu_bt.llm.http_errors import (
+    BODY_LIMIT,
+    DEFAULT_RETRY_STATUSES,
+    ErrorContext,
+    error_from_status,
+)
+from jianmu_bt.llm.retry import call_with_retries
+from jianmu_bt.tools.retry import RetryPolicy
 
-logger = logging.getLogger("jianmu_bt.llm")
+logger = logging.getLogger(__name__)
 
 REDACTED = "[redacted]"
 CONNECT_TIMEOUT = 10.0  # seconds; a request's own timeout applies when it is shorter
@@ -84,6 +90,7 @@ class HTTPEndpoint:
 
     `auth_header`/`auth_prefix` say how the key is sent (`Authorization: Bearer <key>`,
     `x-api-key: <key>`); without a key no such header is sent (local servers need none).
+    Replies with a status in `retry_statuses` are retried under `retry`.
     """
 
     def __init__(
@@ -98,11 +105,13 @@ class HTTPEndpoint:
         key_hint: str,
         not_found_hint: str,
         retry: RetryPolicy,
+        retry_statuses: frozenset[int] = DEFAULT_RETRY_STATUSES,
         http_client: httpx.AsyncClient | None = None,
     ) -> None:
         self.provider = provider
         self.url = url
         self.retry = retry
+        self.retry_statuses = retry_statuses
         self._headers = dict(headers)
         self._api_key = api_key
         self._auth = SecretHeaderAuth(auth_header, api_key, auth_prefix) if api_key else None
@@ -214,7 +223,7 @@ class HTTPEndpoint:
                 response.headers,
                 response.text,
                 self._context(model),
-                self.retry.retry_statuses,
+                self.retry_statuses,
             )
 
     def _request(
@@ -268,7 +277,7 @@ class HTTPEndpoint:
 
     async def stream_events(
         self, body: Mapping[str, Any], *, model: str | None, timeout: float
-    ) -> AsyncIterator[ServerSentEvent]:
+    ) -> AsyncGenerator[ServerSentEvent, None]:
         """POST `body` and yield the reply's server-sent events.
 
         Connecting and the reply's status are retried per the policy; once events flow, an error

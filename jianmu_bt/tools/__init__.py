@@ -20,6 +20,7 @@ from jianmu_bt.tools.registry import (
     ToolUnavailableError,
     UnknownToolError,
 )
+from jianmu_bt.tools.retry import RetryPolicy
 from jianmu_bt.tools.signature import ArgumentError, Injected
 from jianmu_bt.tools.toolset import ToolSet
 
@@ -30,6 +31,7 @@ __all__ = [
     "BuiltinToolProvider",
     "FunctionTool",
     "Injected",
+    "RetryPolicy",
     "Tool",
     "ToolCall",
     "ToolConfigurationError",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import threading
 from collections.abc import Callable
 
@@ -113,9 +114,8 @@ def _waker(event: anyio.Event) -> Callable[[], None]:
     """A function any thread may call to set `event` in the running event loop."""
     try:
         schedule = asyncio.get_running_loop().call_soon_threadsafe
-    except RuntimeError:  # anyio's other backend
-        import trio
-
+    except RuntimeError:  # anyio's other backend; trio is optional, hence no static import
+        trio = importlib.import_module("trio")
         schedule = trio.lowlevel.current_trio_token().run_sync_soon
 
     def wake() -> None:

@@ -148,6 +148,15 @@ class FakeLLMServer:
             return Response(reply.text, reply.status, reply.headers, media_type=reply.content_type)
         return JSONResponse(reply.json, reply.status, reply.headers)
 
+    async def wait_for_event(self, event: str, within: float = 30.0) -> None:
+        """Wait until the server records `event` ("disconnected", "stream closed").
+
+        `within` only guards against a hang; it is no bound on how fast the client is.
+        """
+        with anyio.fail_after(within):
+            while event not in self.events:
+                await anyio.sleep(0.02)
+
     async def _wait(self, request: Request, seconds: float) -> bool:
         """Sleep `seconds`; False (and a "disconnected" event) when the client hangs up first."""
         deadline = time.monotonic() + seconds

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from llm_fake_server import ANTHROPIC_PATH, FAST_RETRY, Reply
@@ -195,11 +194,10 @@ async def test_tool_use_without_id_is_malformed(llm_server):
 @pytest.mark.anyio
 async def test_slow_reply_hits_the_timeout(llm_server):
     llm_server.script(Reply(json=anthropic_message("late"), delay=5))
-    started = time.monotonic()
     async with provider(llm_server, timeout=0.3) as llm:
         with pytest.raises(LLMTimeoutError):
             await llm.complete([user_message("go")])
-    assert time.monotonic() - started < 3
+    await llm_server.wait_for_event("disconnected")  # the client hung up before the late reply
 
 
 @pytest.mark.anyio

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
+import logging
 from contextlib import aclosing
 
 import anyio
@@ -186,17 +186,18 @@ async def test_error_inside_a_stream(llm_server):
 
 
 @pytest.mark.anyio
-async def test_429_with_retry_after_is_honoured_then_succeeds(llm_server):
+async def test_429_with_retry_after_is_honoured_then_succeeds(llm_server, caplog):
     llm_server.script(
         Reply(429, json={"error": {"message": "slow down"}}, headers={"Retry-After": "1"}),
         Reply(json=openai_completion("after the wait")),
     )
-    async with provider(llm_server) as llm:
-        response = await llm.complete([user_message("go")])
-    assert response.text == "after the wait"
-    first, second = llm_server.requests
+    with caplog.at_level(logging.WARNING, logger="jianmu_bt.llm"):
+        async with provider(llm_server) as llm:
+            response = await llm.complete([user_message("go")])
+    assert response.text == "after the wait" and len(llm_server.requests) == 2
     # FAST_RETRY alone would wait 0.01 s; the server's 1 s was honoured.
-    assert second.at - first.at >= 0.9
+    waits = [r.getMessage() for r in caplog.records if "retry 1 of" in r.getMessage()]
+    assert len(waits) == 1 and waits[0].endswith("retry 1 of 2 in 1.00 s"), waits
 
 
 @pytest.mark.anyio
@@ -222,17 +223,18 @@ async def test_5xx_gives_up_after_max_attempts(llm_server):
 
 
 @pytest.mark.anyio
-async def test_rate_limit_beyond_the_deadline_is_not_waited_for(llm_server):
+async def test_rate_limit_beyond_the_deadline_is_not_waited_for(llm_server, caplog):
     retry = RetryPolicy(max_attempts=5, initial_delay=0.01, deadline=2)
     quota = {"error": {"message": "quota"}}
     llm_server.script(Reply(429, json=quota, headers={"Retry-After": "30"}))
-    started = time.monotonic()
-    async with provider(llm_server, retry=retry) as llm:
-        with pytest.raises(LLMRateLimitError) as caught:
-            await llm.complete([user_message("go")])
-    assert time.monotonic() - started < 5
-    assert caught.value.retry_after == 30 and "not retried" in str(caught.value)
+    with caplog.at_level(logging.WARNING, logger="jianmu_bt.llm"):
+        async with provider(llm_server, retry=retry) as llm:
+            with pytest.raises(LLMRateLimitError) as caught:
+                await llm.complete([user_message("go")])
+    assert caught.value.retry_after == 30
+    assert "not retried: waiting 30.00 s would pass the 2 s retry deadline" in str(caught.value)
     assert len(llm_server.requests) == 1
+    assert not [r for r in caplog.records if "retry 1 of" in r.getMessage()]  # no wait began
 
 
 @pytest.mark.anyio
@@ -293,12 +295,11 @@ async def test_reply_without_choices_says_what_is_missing(llm_server):
 @pytest.mark.anyio
 async def test_slow_reply_hits_the_timeout(llm_server):
     llm_server.script(Reply(json=openai_completion("late"), delay=5))
-    started = time.monotonic()
     async with provider(llm_server, timeout=0.3) as llm:
         with pytest.raises(LLMTimeoutError, match=r"within 0\.3 s"):
             await llm.complete([user_message("go")])
-    assert time.monotonic() - started < 3
     assert len(llm_server.requests) == 1  # timeouts are not retried by default
+    await llm_server.wait_for_event("disconnected")  # the client hung up before the late reply
 
 
 @pytest.mark.anyio
@@ -325,16 +326,13 @@ async def test_stalled_stream_hits_the_timeout(llm_server):
 async def test_cancelling_a_call_closes_the_request(llm_server, pooled):
     llm_server.script(Reply(json=openai_completion("never"), delay=10))
     tasks_before = asyncio.all_tasks()
-    started = time.monotonic()
     llm = provider(llm_server)
     if pooled:
         await llm.open()
     with anyio.move_on_after(0.3) as scope:
         await llm.complete([user_message("go")])
-    assert scope.cancelled_caught and time.monotonic() - started < 3
-    with anyio.fail_after(5):
-        while "disconnected" not in llm_server.events:
-            await anyio.sleep(0.02)
+    assert scope.cancelled_caught
+    await llm_server.wait_for_event("disconnected")  # the request was closed, not left to finish
     await llm.aclose()
     assert asyncio.all_tasks() <= tasks_before  # nothing left running
 

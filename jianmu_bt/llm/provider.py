@@ -1,0 +1,93 @@
+"""The skeleton every provider of this package shares: check the call, then answer it.
+
+`complete` and `stream` first turn their arguments into a `PreparedRequest` (so bad input is
+reported the same way by every provider, before any network traffic), then hand it to the
+provider's `_answer` or `_answer_stream`. `async with provider:` opens and closes what the
+provider holds (pooled connections for the HTTP providers, nothing for the scripted one).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from contextlib import aclosing
+from types import TracebackType
+from typing import Any, Self
+
+from jianmu_bt.llm.base import LLMOptions, LLMResponse, StreamEvent, ToolsInput
+from jianmu_bt.llm.request import PreparedRequest, prepare_request
+
+
+class ProviderBase(ABC):
+    """An `LLMProvider` whose calls go through `prepare_request` (see the module docstring).
+
+    Subclasses set `_defaults` (their options, the model included) and implement `_answer` and
+    `_answer_stream`; `_missing_model_hint` says how to name a model when none is given.
+    """
+
+    _defaults: LLMOptions
+
+    def _missing_model_hint(self) -> str:
+        return "pass model="
+
+    def _prepare(
+        self, messages: Sequence[Mapping[str, Any]], tools: ToolsInput, options: LLMOptions | None
+    ) -> PreparedRequest:
+        """The checked request; subclasses extend it with checks of their own."""
+        return prepare_request(
+            messages,
+            tools,
+            options,
+            self._defaults,
+            missing_model_hint=self._missing_model_hint(),
+        )
+
+    async def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: ToolsInput = None,
+        options: LLMOptions | None = None,
+    ) -> LLMResponse:
+        """One request, the whole assistant reply (see `LLMProvider.complete`)."""
+        return await self._answer(self._prepare(messages, tools, options))
+
+    async def stream(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: ToolsInput = None,
+        options: LLMOptions | None = None,
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """One request, the reply as events ending with `StreamCompleted`.
+
+        Close it early with `contextlib.aclosing` when not reading it to the end.
+        """
+        request = self._prepare(messages, tools, options)
+        async with aclosing(self._answer_stream(request)) as events:
+            async for event in events:
+                yield event
+
+    @abstractmethod
+    async def _answer(self, request: PreparedRequest) -> LLMResponse:
+        """The whole reply to a checked request."""
+
+    @abstractmethod
+    def _answer_stream(self, request: PreparedRequest) -> AsyncGenerator[StreamEvent, None]:
+        """The reply to a checked request as events, the last a `StreamCompleted`."""
+
+    async def open(self) -> None:  # noqa: B027 - a no-op hook by design, not a forgotten abstract
+        """Acquire what calls may share until `aclose()` (`async with` does both)."""
+
+    async def aclose(self) -> None:  # noqa: B027 - a no-op hook by design, not a forgotten abstract
+        """Release what `open()` acquired; every provider can be closed the same way."""
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
