@@ -18,17 +18,26 @@ from jianmu_bt.loader.model import (
     SetConfig,
     ToolStepConfig,
 )
-from jianmu_bt.loader.registry import EITHER, NodeIO, NodeKind, NodeProblem, Outcome, register_kind
-from jianmu_bt.nodes import AgentLLMNode, ToolExecutor, ToolNode, react_agent
+from jianmu_bt.loader.node_facts import EITHER, NodeIO, NodeProblem, Outcome
+from jianmu_bt.loader.positions import Path
+from jianmu_bt.loader.registry import NodeKind, register_kind
+from jianmu_bt.nodes import (
+    AgentLLMNode,
+    CallOptions,
+    ExecutorOptions,
+    RetryPolicy,
+    ToolExecutor,
+    ToolNode,
+    react_agent,
+)
 from jianmu_bt.nodes.condition import Condition, ExpressionError, SafeExpression
 from jianmu_bt.nodes.set_values import SetValues
 from jianmu_bt.runtime.templates import REFERENCE
 
 if TYPE_CHECKING:
-    from jianmu_bt.loader.build import BuildContext
-    from jianmu_bt.loader.expand import NodeRecord
+    from jianmu_bt.loader.context import BuildContext
+    from jianmu_bt.loader.records import NodeRecord
 
-Path = tuple[str | int, ...]
 Children = list[Behaviour]
 
 
@@ -75,7 +84,7 @@ def _tool_io(config: ToolStepConfig) -> NodeIO:
 
 
 def _tool(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
-    config: ToolStepConfig = record.config  # type: ignore[assignment]
+    config = record.config_as(ToolStepConfig)
     keys = record.keys
     node = ToolNode(
         ctx.tool(config.tool),
@@ -83,9 +92,10 @@ def _tool(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviou
         input_key=keys(config.input_key) if config.input_key else None,
         output_key=keys(config.output) if config.output else None,
         arguments=keys.template(config.arguments),
-        call_timeout=config.call_timeout,
-        max_retries=config.max_retries,
-        retry_backoff=config.retry_backoff,
+        options=CallOptions(
+            retry=RetryPolicy.from_retries(config.max_retries, config.retry_backoff),
+            call_timeout=config.call_timeout,
+        ),
         timeout=config.timeout,
     )
     ctx.bind(record, [config.tool], lambda tools: setattr(node, "tool", tools.tools[0]))
@@ -117,17 +127,27 @@ def _executor_io(config: ExecutorConfig) -> NodeIO:
     return io
 
 
+def _executor_options(config: ExecutorConfig | AgentConfig, **more: Any) -> ExecutorOptions:
+    """How an executor (or an agent's) runs its calls, from the node's keys in the file."""
+    return ExecutorOptions(
+        retry=RetryPolicy.from_retries(config.max_retries),
+        call_timeout=config.call_timeout,
+        execution_mode=config.execution_mode,
+        **more,
+    )
+
+
 def _executor(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
-    config: ExecutorConfig = record.config  # type: ignore[assignment]
+    config = record.config_as(ExecutorConfig)
     node = ToolExecutor(
         ctx.tools(config.tools),
         name=record.name,
-        actions_key=record.keys(config.actions_key),
-        messages_key=record.keys(config.messages_key),
-        execution_mode=config.execution_mode,
-        max_concurrency=config.max_concurrency,
-        max_retries=config.max_retries,
-        call_timeout=config.call_timeout,
+        options=_executor_options(
+            config,
+            max_concurrency=config.max_concurrency,
+            actions_key=record.keys(config.actions_key),
+            messages_key=record.keys(config.messages_key),
+        ),
         timeout=config.timeout,
     )
     ctx.bind(record, config.tools, lambda tools: setattr(node, "toolset", tools))
@@ -146,7 +166,7 @@ def _llm_io(config: LLMStepConfig) -> NodeIO:
 
 
 def _llm(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
-    config: LLMStepConfig = record.config  # type: ignore[assignment]
+    config = record.config_as(LLMStepConfig)
     keys = record.keys
     node = AgentLLMNode(
         None,
@@ -212,7 +232,7 @@ def _run_guard(node: Behaviour) -> Callable[[], Any]:
 
 
 def _agent(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
-    config: AgentConfig = record.config  # type: ignore[assignment]
+    config = record.config_as(AgentConfig)
     keys = record.keys
     provider = None
     if config.llm is not None:
@@ -239,9 +259,7 @@ def _agent(record: NodeRecord, children: Children, ctx: BuildContext) -> Behavio
         messages_key=keys(config.messages_key),
         actions_key=keys("actions"),
         options=config.options,
-        execution_mode=config.execution_mode,
-        max_retries=config.max_retries,
-        call_timeout=config.call_timeout,
+        tool_options=_executor_options(config),
         stream=config.stream,
     )
     parts = [n for n in subtree.iterate() if isinstance(n, (AgentLLMNode, ToolExecutor))]
@@ -303,7 +321,7 @@ def _condition_outcome(config: ConditionConfig, children: list[Outcome]) -> Outc
 
 
 def _condition(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
-    config: ConditionConfig = record.config  # type: ignore[assignment]
+    config = record.config_as(ConditionConfig)
     expression = _expression(config)
     return Condition(record.name, expression, rename={n: record.keys(n) for n in expression.names})
 
@@ -345,7 +363,7 @@ def _set_io(config: SetConfig) -> NodeIO:
 
 
 def _set(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
-    config: SetConfig = record.config  # type: ignore[assignment]
+    config = record.config_as(SetConfig)
     keys = record.keys
     return SetValues(record.name, {keys(k): keys.template(v) for k, v in config.values.items()})
 

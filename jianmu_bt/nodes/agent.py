@@ -13,6 +13,7 @@ Sequence "<name>" (memory)
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -21,8 +22,10 @@ from py_trees.common import Status
 
 from jianmu_bt.llm import LLMOptions, LLMProvider
 from jianmu_bt.nodes.llm_node import AgentLLMNode
-from jianmu_bt.nodes.tool_executor import ExecutionMode, ToolExecutor
+from jianmu_bt.nodes.options import ExecutorOptions
+from jianmu_bt.nodes.tool_executor import ToolExecutor
 from jianmu_bt.runtime.async_node import ContextNode
+from jianmu_bt.runtime.services import RunGuard
 from jianmu_bt.runtime.templates import render
 from jianmu_bt.tools import Tool, ToolSet
 
@@ -106,17 +109,17 @@ def react_agent(
     messages_key: str = "messages",
     actions_key: str = "actions",
     options: LLMOptions | Mapping[str, Any] | None = None,
-    execution_mode: ExecutionMode = "auto",
-    max_retries: int = 0,
-    call_timeout: float | None = None,
+    tool_options: ExecutorOptions | None = None,
     stream: bool = False,
-    guard: Any = None,
+    guard: RunGuard | None = None,
 ) -> py_trees.behaviour.Behaviour:
     """A ReAct agent subtree: the LLM picks tools, the executor runs them, until an answer.
 
     `goal` (a template over state, e.g. "Solve: {question}") is added as a user message when the
     subtree starts; the answer lands in `output_key`. `provider` defaults to the run's
-    `services["llm"]`; `guard` (a GuardEnforcer) to the run's `services["guard"]`.
+    `services["llm"]`; `guard` (a GuardEnforcer) to the run's `services["guard"]`. `options` are
+    the LLM's; `tool_options` the executor's (execution mode, retries, timeouts), whose
+    `messages_key` and `actions_key` are the agent's own.
     """
     toolset = tools if isinstance(tools, ToolSet) else ToolSet.from_tools(tools or [])
     llm = AgentLLMNode(
@@ -130,16 +133,10 @@ def react_agent(
         options=options,
         stream=stream,
     )
-    executor = ToolExecutor(
-        toolset,
-        name=f"{name}.tools",
-        actions_key=actions_key,
-        messages_key=messages_key,
-        execution_mode=execution_mode,
-        max_retries=max_retries,
-        call_timeout=call_timeout,
-        guard=guard,
+    executor_options = dataclasses.replace(
+        tool_options or ExecutorOptions(), actions_key=actions_key, messages_key=messages_key
     )
+    executor = ToolExecutor(toolset, name=f"{name}.tools", options=executor_options, guard=guard)
     turn = py_trees.composites.Sequence(f"{name}.turn", memory=True, children=[llm, executor])
     loop = AgentLoop(f"{name}.loop", turn, done=lambda: llm.finished, max_iterations=max_iterations)
     children: list[py_trees.behaviour.Behaviour] = []

@@ -8,32 +8,21 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
 
 from jianmu_bt.runtime.context import RunContext
+from jianmu_bt.runtime.events import EventBus
+from jianmu_bt.runtime.services import RunGuard
 from jianmu_bt.tools import Tool, ToolCall, ToolResult
 from jianmu_bt.tools.base import has_overruns, wait_for_overruns
 from jianmu_bt.tools.blocking import blocking_pool
+from jianmu_bt.tools.retry import NO_RETRY, RetryPolicy
+from jianmu_bt.tools.runners import ToolRunner
 
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """`max_retries` extra attempts after a failure, waiting `backoff * 2**(attempt-1)` seconds.
-
-    Failures of the call's shape (invalid arguments, unknown tool) are never retried: the same
-    call would fail the same way.
-    """
-
-    max_retries: int = 0
-    backoff: float = 0.5
-    max_delay: float = 30.0
-
-    def delay(self, attempt: int) -> float:
-        """Seconds to wait before retry number `attempt` (1-based)."""
-        return min(self.backoff * (2 ** (attempt - 1)), self.max_delay)
+BlockingWork = tuple[Tool, ToolCall, Callable[[], Any] | ToolResult]
+"""One call for `run_blocking_calls`: the tool, the call and its `tool._blocking_work(...)`."""
 
 
 async def run_tool_call(
@@ -42,11 +31,11 @@ async def run_tool_call(
     tool: Tool,
     call: ToolCall,
     *,
-    retry: RetryPolicy = RetryPolicy(),
+    retry: RetryPolicy = NO_RETRY,
     timeout: float | None = None,
     injected: Mapping[str, Any] | None = None,
-    runner: Any = None,
-    guard: Any = None,
+    runner: ToolRunner | None = None,
+    guard: RunGuard | None = None,
 ) -> ToolResult:
     """Run one call with events and retries; always a ToolResult (cancellation still propagates).
 
@@ -60,7 +49,7 @@ async def run_tool_call(
     """
     events = context.events if context is not None else None
     if runner is None and context is not None:
-        runner = context.services.get("runner")
+        runner = context.tool_runner
     _started(events, node, tool, call)
     started = time.monotonic()
     attempt = 0
@@ -68,34 +57,29 @@ async def run_tool_call(
         result = await tool.call(call.arguments, injected=injected, runner=runner, timeout=timeout)
         if guard is not None:
             guard.record(call, tool, result.ok)
-        if result.ok or attempt >= retry.max_retries or not _retryable(result):
+        if result.ok or not _retryable(result, retry):
+            break
+        delay = retry.decide(attempt + 1, time.monotonic() - started).delay
+        if delay is None:
             break
         attempt += 1
-        delay = retry.delay(attempt)
-        if events is not None:
-            overruns = tool.overruns  # the retry waits for these threads before it starts
-            events.emit(
-                "tool.call.retry",
-                node=node,
-                tool=tool.name,
-                call_id=call.id,
-                attempt=attempt,
-                delay=delay,
-                error=result.error,
-                **({"overruns": overruns} if overruns else {}),
-            )
+        overruns = tool.overruns  # the retry waits for these threads before it starts
+        _emit(
+            events,
+            "tool.call.retry",
+            node,
+            tool,
+            call,
+            attempt=attempt,
+            delay=delay,
+            error=result.error,
+            **({"overruns": overruns} if overruns else {}),
+        )
         await anyio.sleep(delay)
     if tool.overruns:
         # A timed-out attempt's thread still runs: the call has failed, but its slot (the next
         # step of a serial path, a place in a parallel batch) stays taken until the thread ends.
-        if events is not None:
-            events.emit(
-                "tool.call.overrun",
-                node=node,
-                tool=tool.name,
-                call_id=call.id,
-                overruns=tool.overruns,
-            )
+        _emit(events, "tool.call.overrun", node, tool, call, overruns=tool.overruns)
         await tool.wait_for_overruns()
     _finished(events, node, tool, call, result, started, attempt + 1)
     return result
@@ -104,14 +88,14 @@ async def run_tool_call(
 async def run_blocking_calls(
     context: RunContext | None,
     node: str,
-    work: list[tuple[Tool, ToolCall, Callable[[], Any] | ToolResult]],
+    work: list[BlockingWork],
     results: dict[str, ToolResult],
     *,
-    guard: Any = None,
+    guard: RunGuard | None = None,
 ) -> None:
     """Run many blocking calls at once: one hand-over to the worker threads, results as they end.
 
-    `work` holds each call's `tool.blocking_work(...)`: the bound function, or the ToolResult
+    `work` holds each call's `tool._blocking_work(...)`: the bound function, or the ToolResult
     error of arguments that do not fit. Events and guard records are those of `run_tool_call`
     with no retries and no timeout, the only case callers use this for; what it saves is a task
     and a separate wake-up per call. Results land in `results` as each call ends, so a halt
@@ -130,7 +114,7 @@ async def run_blocking_calls(
         if guard is not None:
             guard.record(call, tool, result.ok)
         _finished(events, node, tool, call, result, started, 1)
-        results[call.id] = result
+        results[id_of(call)] = result
 
     for tool, call, job in work:
         _started(events, node, tool, call)
@@ -145,9 +129,9 @@ async def run_blocking_calls(
                 tool, call = running.pop(future)
                 error = future.exception()
                 if error is None:
-                    finish(tool, call, tool.to_result(future.result()))
+                    finish(tool, call, tool._to_result(future.result()))
                 elif isinstance(error, Exception):
-                    finish(tool, call, tool.error_result(error))
+                    finish(tool, call, tool._error_result(error))
                 else:  # KeyboardInterrupt and the like are not tool faults
                     raise error
     finally:
@@ -155,19 +139,26 @@ async def run_blocking_calls(
             tool.record_overrun(pool.abandon(future))
 
 
-def _started(events: Any, node: str, tool: Tool, call: ToolCall) -> None:
+def id_of(call: ToolCall) -> str:
+    """The id of a call a node makes: every call of a batch has one (`with_unique_ids`)."""
+    if call.id is None:
+        raise ValueError(f"the call to {call.name!r} has no id; give it one with with_id()")
+    return call.id
+
+
+def _emit(
+    events: EventBus | None, type: str, node: str, tool: Tool, call: ToolCall, **data: Any
+) -> None:
     if events is not None:
-        events.emit(
-            "tool.call.started",
-            node=node,
-            tool=tool.name,
-            call_id=call.id,
-            arguments=call.arguments,
-        )
+        events.emit(type, node=node, tool=tool.name, call_id=call.id, **data)
+
+
+def _started(events: EventBus | None, node: str, tool: Tool, call: ToolCall) -> None:
+    _emit(events, "tool.call.started", node, tool, call, arguments=call.arguments)
 
 
 def _finished(
-    events: Any,
+    events: EventBus | None,
     node: str,
     tool: Tool,
     call: ToolCall,
@@ -177,11 +168,12 @@ def _finished(
 ) -> None:
     if events is not None:
         outcome = {"output": result.output} if result.ok else {"error": result.error}
-        events.emit(
+        _emit(
+            events,
             "tool.call.completed" if result.ok else "tool.call.failed",
-            node=node,
-            tool=tool.name,
-            call_id=call.id,
+            node,
+            tool,
+            call,
             duration=time.monotonic() - started,
             attempts=attempts,
             **outcome,
@@ -189,8 +181,11 @@ def _finished(
 
 
 _NOT_RETRYABLE = ("Error: invalid arguments", "Error: unknown tool")
+_TIMED_OUT = "' timed out after "  # `Tool.call`'s error for an attempt past its timeout
 
 
-def _retryable(result: ToolResult) -> bool:
+def _retryable(result: ToolResult, retry: RetryPolicy) -> bool:
     error = result.error or ""
+    if not retry.retry_timeouts and _TIMED_OUT in error:
+        return False
     return not error.startswith(_NOT_RETRYABLE) and "expects a JSON object" not in error

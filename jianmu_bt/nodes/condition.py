@@ -28,6 +28,7 @@ from typing import Any
 from py_trees.common import Status
 
 from jianmu_bt.runtime.async_node import ContextNode
+from jianmu_bt.tools.builtin.arithmetic import BINARY_OPERATORS, COMPARISONS
 
 MAX_LENGTH = 2000
 """Longest expression text, in characters."""
@@ -54,24 +55,14 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 }
 
 _COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
-    ast.Eq: operator.eq,
-    ast.NotEq: operator.ne,
-    ast.Lt: operator.lt,
-    ast.LtE: operator.le,
-    ast.Gt: operator.gt,
-    ast.GtE: operator.ge,
+    **COMPARISONS,
     ast.Is: operator.is_,
     ast.IsNot: operator.is_not,
     ast.In: lambda a, b: a in b,
     ast.NotIn: lambda a, b: a not in b,
 }
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
+    **BINARY_OPERATORS,
     ast.Pow: operator.pow,
 }
 _UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {

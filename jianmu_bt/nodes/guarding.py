@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import anyio
 
+from jianmu_bt.guard import GuardVerdict
+from jianmu_bt.runtime.async_node import ContextNode
 from jianmu_bt.runtime.context import LoopHandle
+from jianmu_bt.runtime.services import RunGuard
 
 
 class ThreadSafeEvent:
@@ -32,10 +34,10 @@ class ThreadSafeEvent:
 
 
 async def verdicts_when_decided(
-    guard: Any,
-    check: Callable[[], list[Any]],
-    on_pending: Callable[[list[Any]], None],
-) -> list[Any]:
+    guard: RunGuard,
+    check: Callable[[], list[GuardVerdict]],
+    on_pending: Callable[[list[GuardVerdict]], None],
+) -> list[GuardVerdict]:
     """`check()` again each time the approval store changes, until no verdict is PENDING.
 
     `on_pending(pending_verdicts)` runs whenever the calls are held (to emit events, save state).
@@ -53,3 +55,14 @@ async def verdicts_when_decided(
             changed.clear()
     finally:
         unsubscribe()
+
+
+def announce(node: ContextNode, tool: str, call_id: str | None, verdict: GuardVerdict) -> None:
+    """Emit the `guard.decision` event of a call the guard held or refused."""
+    node.emit(
+        "guard.decision",
+        tool=tool,
+        call_id=call_id,
+        decision=verdict.decision.value,
+        reason=verdict.reason,
+    )

@@ -23,7 +23,9 @@ import hashlib
 from typing import Any
 
 from jianmu_bt.guard import Decision, GuardVerdict
+from jianmu_bt.nodes.calling import id_of
 from jianmu_bt.runtime.journal import CANCELLED, FINISHED_CALL, RunJournal
+from jianmu_bt.runtime.services import RunGuard
 from jianmu_bt.store import JournalEntry, digest_arguments
 from jianmu_bt.tools import Tool, ToolCall, ToolResult
 
@@ -105,10 +107,11 @@ def is_finished(record: JournalEntry | None) -> bool:
     return record is not None and record.status in FINISHED_CALL
 
 
-def ensure_approved(guard: Any, call: ToolCall) -> None:
+def ensure_approved(guard: RunGuard, call: ToolCall) -> None:
     """Give the guard a reviewer's approval recorded in the journal, bound to this exact call."""
     approvals = guard.approvals
-    existing = approvals.get(call.id)
+    call_id = id_of(call)
+    existing = approvals.get(call_id)
     if existing is None:
         verdict = GuardVerdict(
             Decision.PENDING, "approved in the run's journal", "journal", call.id, call.name
@@ -116,7 +119,7 @@ def ensure_approved(guard: Any, call: ToolCall) -> None:
         approvals.request(call, verdict)
     elif existing.status.value != "pending":
         return
-    approvals.approve(call.id, note="approved for this run (journal)")
+    approvals.approve(call_id, note="approved for this run (journal)")
 
 
 def in_doubt_reason(call: ToolCall) -> str:

@@ -9,32 +9,84 @@ ends. A call in doubt after a crash holds the whole batch: the run pauses for a 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 import anyio
 
+from jianmu_bt.guard import GuardVerdict
 from jianmu_bt.nodes import journaled
+from jianmu_bt.nodes.calling import id_of
 from jianmu_bt.runtime.journal import RunJournal
-from jianmu_bt.tools import ToolCall, ToolResult
+from jianmu_bt.runtime.services import RunGuard
+from jianmu_bt.store import JournalEntry
+from jianmu_bt.tools import ToolCall, ToolResult, ToolSet
 
-if TYPE_CHECKING:
-    from jianmu_bt.nodes.tool_executor import ToolExecutor
+
+class BatchExecutor(Protocol):
+    """What a journaled batch needs from the ToolExecutor that runs it."""
+
+    feedback_message: str
+
+    @property
+    def name(self) -> str:
+        """The executor's name (in pause reasons)."""
+        ...
+
+    @property
+    def node_key(self) -> str:
+        """The executor's key in its tree: the batch's journal keys start with it."""
+        ...
+
+    @property
+    def toolset(self) -> ToolSet:
+        """The tools the calls run."""
+        ...
+
+    def emit(self, type: str, **data: Any) -> None:
+        """Emit an event about the executor."""
+        ...
+
+    def active_guard(self) -> RunGuard | None:
+        """The guard in force for the batch, or None."""
+        ...
+
+    async def preflight(
+        self,
+        guard: RunGuard,
+        calls: list[ToolCall],
+        results: dict[str, ToolResult],
+        on_hold: Callable[[list[GuardVerdict]], None] | None = None,
+    ) -> list[ToolCall]:
+        """The guard's verdicts (refusals land in `results`); returns the calls to run."""
+        ...
+
+    async def execute(
+        self,
+        calls: list[ToolCall],
+        results: dict[str, ToolResult],
+        after: Callable[[ToolCall, ToolResult], None] | None = None,
+        idempotency_keys: Mapping[str, str] | None = None,
+    ) -> None:
+        """Run the calls; each result lands in `results` and goes to `after` as it ends."""
+        ...
 
 
 async def run_journaled_batch(
-    executor: ToolExecutor,
+    executor: BatchExecutor,
     journal: RunJournal,
     calls: list[ToolCall],
     results: dict[str, ToolResult],
 ) -> None:
     """Run `calls` as `executor` would, recorded in `journal`; results land in `results`."""
     base = journal.next_key(executor.node_key)
-    keys = {call.id: f"{base}/{call.id}" for call in calls}
-    tools = {call.id: executor.toolset.get(call.name) for call in calls}
+    keys = {id_of(call): f"{base}/{call.id}" for call in calls}
+    tools = {id_of(call): executor.toolset.get(call.name) for call in calls}
 
-    def record(call: ToolCall, status: str, result: ToolResult | None = None) -> Any:
+    def record(call: ToolCall, status: str, result: ToolResult | None = None) -> JournalEntry:
+        key = id_of(call)
         return journaled.entry(
-            journal, keys[call.id], executor.node_key, call, tools[call.id], status, result
+            journal, keys[key], executor.node_key, call, tools[key], status, result
         )
 
     live: list[ToolCall] = []
@@ -42,16 +94,16 @@ async def run_journaled_batch(
     doubtful: list[ToolCall] = []
     cancelled: list[ToolCall] = []
     for call in calls:
-        found = journal.recorded(keys[call.id])
+        found = journal.recorded(keys[id_of(call)])
         if found is None:
             live.append(call)
             continue
         journaled.check_matches(journal, found, call)
         if journaled.is_finished(found):
-            results[call.id] = journaled.recorded_result(found)
+            results[id_of(call)] = journaled.recorded_result(found)
         elif journaled.was_cancelled(found):
             cancelled.append(call)
-        elif found.status == "running" and journaled.may_run_again(tools[call.id]):
+        elif found.status == "running" and journaled.may_run_again(tools[id_of(call)]):
             live.append(call)
         elif found.status in ("running", "in_doubt"):
             doubtful.append(call)
@@ -64,19 +116,21 @@ async def run_journaled_batch(
     if cancelled:  # the tree cancelled this batch before: it waits to be cancelled again
         await journal.wait_for_halt()
 
-    guard = executor._guard()
+    guard = executor.active_guard()
     runnable = live
     if guard is not None and live:
         for call in approved:
             journaled.ensure_approved(guard, call)
 
-        def held(pending: list[Any]) -> None:
+        def held(pending: list[GuardVerdict]) -> None:
             by_id = {call.id: call for call in live}
             rows = []
             for verdict in pending:
                 call = by_id.get(verdict.call_id)
-                current = journal.recorded(keys[call.id]) if call is not None else None
-                if call is not None and (current is None or current.status != "held"):
+                if call is None:
+                    continue
+                current = journal.recorded(keys[id_of(call)])
+                if current is None or current.status != "held":
                     rows.append(record(call, "held"))
             if rows:
                 journal.write(*rows)
@@ -85,45 +139,46 @@ async def run_journaled_batch(
                     f"{len(pending)} call(s) of {executor.name} wait for approval"
                 )
 
-        runnable = await executor._preflight(guard, live, results, on_hold=held)
+        runnable = await executor.preflight(guard, live, results, on_hold=held)
         refused = [call for call in live if call.id in results]
         if refused:
-            rows = (record(call, "denied", results[call.id]) for call in refused)
-            journal.write(*rows, full=False)
+            denials = (record(call, "denied", results[id_of(call)]) for call in refused)
+            journal.write(*denials, full=False)
     if not runnable:
         return
     if journal.pausing:
         await journal.wait_for_halt()
-    rows = []
+    starts = []
     for call in runnable:
-        current = journal.recorded(keys[call.id])
+        current = journal.recorded(keys[id_of(call)])
         if current is not None and current.status == "held":  # approved here, in this process
-            rows.append(record(call, "approved"))
-        rows.append(record(call, "running"))
-    journal.write(*rows)
-    executor.idempotency_keys = {c.id: journal.idempotency_key(keys[c.id]) for c in runnable}
-    unfinished = {call.id for call in runnable}
+            starts.append(record(call, "approved"))
+        starts.append(record(call, "running"))
+    journal.write(*starts)
+    idempotency_keys = {key: journal.idempotency_key(keys[key]) for key in map(id_of, runnable)}
+    unfinished = {id_of(call) for call in runnable}
     journal.started(len(unfinished))
 
     def finished(call: ToolCall, result: ToolResult) -> None:
-        unfinished.discard(call.id)
+        unfinished.discard(id_of(call))
         journal.ended()
         journal.write(record(call, "done" if result.ok else "failed", result), full=False)
 
     try:
-        await executor._execute(runnable, results, after=finished)
+        await executor.execute(runnable, results, finished, idempotency_keys)
     except anyio.get_cancelled_exc_class():
         journal.ended(len(unfinished))
-        rows = [record(call, "cancelled") for call in runnable if call.id in unfinished]
-        if rows:
-            journal.cancelled(*rows)
+        cancels = [record(call, "cancelled") for call in runnable if call.id in unfinished]
+        if cancels:
+            journal.cancelled(*cancels)
         raise
-    finally:
-        executor.idempotency_keys = {}
 
 
 async def _hold_in_doubt(
-    executor: ToolExecutor, journal: RunJournal, calls: list[ToolCall], record: Any
+    executor: BatchExecutor,
+    journal: RunJournal,
+    calls: list[ToolCall],
+    record: Callable[[ToolCall, str], JournalEntry],
 ) -> None:
     """Record the calls `in_doubt` and wait (the run pauses) for a reviewer's decision."""
     rows = []

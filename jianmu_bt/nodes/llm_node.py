@@ -20,6 +20,9 @@ from jianmu_bt.runtime.templates import render
 from jianmu_bt.store import JournalEntry, digest_arguments
 from jianmu_bt.tools import ToolSet
 
+Schemas = list[dict[str, Any]] | None
+"""The tool schemas a request offers (None: no tools)."""
+
 
 class AgentLLMNode(AsyncNode):
     """Asks the LLM for the next step of a conversation kept in state."""
@@ -62,7 +65,7 @@ class AgentLLMNode(AsyncNode):
         """The provider given to the node, else the run's `services["llm"]`."""
         provider = self.provider
         if provider is None and self.context is not None:
-            provider = self.context.services.get("llm")
+            provider = self.context.llm
         if provider is None:
             raise RuntimeError(
                 f"node '{self.name}' has no LLM provider: pass provider= or set an `llm` "
@@ -87,7 +90,7 @@ class AgentLLMNode(AsyncNode):
         journal = self.context.journal if self.context else None
         key = journal.next_key(self.node_key) if journal is not None else ""
         record = journal.recorded(key) if journal is not None else None
-        if record is not None and record.status == "cancelled":
+        if journal is not None and record is not None and record.status == "cancelled":
             await journal.wait_for_halt()  # the tree cancelled this turn: it will again
         if record is not None and record.status == "failed":
             raise RecordedTurnError(str((record.result or {}).get("error") or "the turn failed"))
@@ -124,14 +127,14 @@ class AgentLLMNode(AsyncNode):
         return True
 
     async def _ask(
-        self, provider: LLMProvider, messages: list[dict[str, Any]], tools: Any
+        self, provider: LLMProvider, messages: list[dict[str, Any]], tools: Schemas
     ) -> LLMResponse:
         if self.stream:
             return await self._streamed(provider, messages, tools)
         return await provider.complete(messages, tools, self.options)
 
     async def _streamed(
-        self, provider: LLMProvider, messages: list[dict[str, Any]], tools: Any
+        self, provider: LLMProvider, messages: list[dict[str, Any]], tools: Schemas
     ) -> LLMResponse:
         response = None
         async for event in provider.stream(messages, tools, self.options):

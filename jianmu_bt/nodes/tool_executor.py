@@ -7,30 +7,33 @@ On each entry the executor:
 2. asks the guard about the whole batch: DENY and CONFIRM calls get a refusal observation; if any
    call is PENDING the whole batch waits (the node stays RUNNING) until a reviewer decides through
    the approval store, then the batch is checked again;
-3. runs the allowed calls serially or in parallel (`execution_mode`: auto = parallel only when
-   every tool of the batch is parallel-safe), with bounded concurrency, timeouts and retries;
+3. runs the allowed calls serially or in parallel (`options.execution_mode`: auto = parallel only
+   when every tool of the batch is parallel-safe), with bounded concurrency, timeouts and retries;
    one failing call never loses its siblings' results; plain blocking calls of a parallel batch
    go to the worker threads together (`run_blocking_calls`), not as a task each;
 4. appends one tool message per call (with its `tool_call_id`) in the batch's order, adds the
    successful calls' effect tags to `tool_effects`, saves the guard's state, and clears `actions`.
 
 It ends in SUCCESS once the batch is observed: deciding that the agent is finished belongs to the
-loop around it, not to the executor.
+loop around it, not to the executor. How it runs calls is one `ExecutorOptions` object.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any, Literal, TypeVar
 
 import anyio
 
+from jianmu_bt.guard import GuardVerdict
 from jianmu_bt.llm import tool_result_message
-from jianmu_bt.nodes.calling import RetryPolicy, run_blocking_calls, run_tool_call
-from jianmu_bt.nodes.guarding import verdicts_when_decided
+from jianmu_bt.nodes.calling import BlockingWork, id_of, run_blocking_calls, run_tool_call
+from jianmu_bt.nodes.guarding import announce, verdicts_when_decided
 from jianmu_bt.nodes.journaled_batch import run_journaled_batch
+from jianmu_bt.nodes.options import ExecutorOptions
 from jianmu_bt.runtime.async_node import AsyncNode
+from jianmu_bt.runtime.services import RunGuard
 from jianmu_bt.runtime.task_groups import create_task_group, on_asyncio, start_soon
 from jianmu_bt.tools import Tool, ToolCall, ToolResult, ToolSet
 from jianmu_bt.tools.call_context import (
@@ -39,12 +42,12 @@ from jianmu_bt.tools.call_context import (
     set_idempotency_key,
     wants_idempotency_key,
 )
+from jianmu_bt.tools.runners import ToolRunner
 
 T = TypeVar("T")
-ExecutionMode = Literal["auto", "serial", "parallel"]
 
 
-async def run_all(work: Callable[[T], Awaitable[None]], items: Iterable[T]) -> None:
+async def run_all(work: Callable[[T], Coroutine[Any, Any, None]], items: Iterable[T]) -> None:
     """Await `work(item)` for every item concurrently; a failure cancels the others."""
     async with create_task_group() as group:
         for item in items:
@@ -56,48 +59,35 @@ async def _call(job: Callable[[], Awaitable[None]]) -> None:
 
 
 class ToolExecutor(AsyncNode):
-    """Executes `actions` through a ToolSet, under a guard (`guard=` or `services["guard"]`)."""
+    """Executes `actions` through a ToolSet, under a guard (`guard=` or `services["guard"]`).
+
+    `options` say how calls run and which state fields the batch uses; `runner` where calls run
+    (default: the toolset's, else the run's `services["runner"]`, else this process); `timeout`
+    bounds the whole batch (seconds).
+    """
 
     def __init__(
         self,
         toolset: ToolSet | Iterable[Tool] | None = None,
         name: str = "ToolExecutor",
         *,
-        actions_key: str = "actions",
-        messages_key: str = "messages",
-        effects_key: str | None = "tool_effects",
-        guard_key: str | None = "guard",
-        execution_mode: ExecutionMode = "auto",
-        max_concurrency: int = 64,
-        max_retries: int = 0,
-        retry_backoff: float = 0.5,
-        call_timeout: float | None = None,
-        runner: Any = None,
-        guard: Any = None,
+        options: ExecutorOptions | None = None,
+        runner: ToolRunner | None = None,
+        guard: RunGuard | None = None,
         timeout: float | None = None,
     ) -> None:
         super().__init__(name=name, timeout=timeout)
-        if execution_mode not in ("auto", "serial", "parallel"):
-            raise ValueError(f"execution_mode must be auto, serial or parallel: {execution_mode!r}")
-        if max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
+        if options is not None and not isinstance(options, ExecutorOptions):
+            raise TypeError(f"options must be ExecutorOptions, got {type(options).__name__}")
+        self.toolset: ToolSet
         if isinstance(toolset, ToolSet) or toolset is None:
             self.toolset = ToolSet() if toolset is None else toolset
         else:
             self.toolset = ToolSet.from_tools(toolset)
-        self.actions_key = actions_key
-        self.messages_key = messages_key
-        self.effects_key = effects_key
-        self.guard_key = guard_key
-        self.execution_mode = execution_mode
-        self.max_concurrency = max_concurrency
-        self.retry = RetryPolicy(max_retries=max_retries, backoff=retry_backoff)
-        self.call_timeout = call_timeout
+        self.options = options if options is not None else ExecutorOptions()
         self.runner = runner
         self.guard = guard
         self.last_results: dict[str, ToolResult] = {}
-        #: Idempotency keys of the current batch's calls by call id (a durable run's own).
-        self.idempotency_keys: dict[str, str] = {}
 
     def register_tool(self, tool: Tool) -> None:
         """Add a tool (it replaces a same-named one)."""
@@ -107,13 +97,14 @@ class ToolExecutor(AsyncNode):
 
     async def run_async(self) -> bool:
         state = self.state
-        given = ToolCall.from_list(state.read_port(self.actions_key))
+        options = self.options
+        given = ToolCall.from_list(state.read_port(options.actions_key))
         if not given:
             return True
         calls = ToolCall.with_unique_ids(given)
         if any(c.id != g.id for c, g in zip(calls, given, strict=True)):
-            state.set(self.actions_key, calls)  # the new ids must survive a snapshot
-        answered = _answered_ids(state.read_port(self.messages_key) or ())
+            state.set(options.actions_key, calls)  # the new ids must survive a snapshot
+        answered = _answered_ids(state.read_port(options.messages_key) or ())
         todo = [c for c in calls if c.id not in answered]
         results: dict[str, ToolResult] = {}
         complete = False
@@ -122,11 +113,11 @@ class ToolExecutor(AsyncNode):
             if journal is not None:
                 await run_journaled_batch(self, journal, todo, results)
             else:
-                guard = self._guard()
+                guard = self.active_guard()
                 runnable = todo
                 if guard is not None:
-                    runnable = await self._preflight(guard, todo, results)
-                await self._execute(runnable, results)
+                    runnable = await self.preflight(guard, todo, results)
+                await self.execute(runnable, results)
             complete = True
         finally:
             # Also on a halt mid-batch: the calls that finished are recorded, so they do not
@@ -136,26 +127,27 @@ class ToolExecutor(AsyncNode):
                 self._publish(todo, results, complete)
         return True
 
-    def _guard(self) -> Any:
+    def active_guard(self) -> RunGuard | None:
         """This executor's own guard, else the run's `services["guard"]`, else None."""
         if self.guard is not None:
             return self.guard
-        return self.context.services.get("guard") if self.context else None
+        return self.context.guard if self.context else None
 
-    async def _preflight(
+    async def preflight(
         self,
-        guard: Any,
+        guard: RunGuard,
         calls: list[ToolCall],
         results: dict[str, ToolResult],
-        on_hold: Callable[[list[Any]], None] | None = None,
+        on_hold: Callable[[list[GuardVerdict]], None] | None = None,
     ) -> list[ToolCall]:
         """Verdicts for the batch; waits while any call is PENDING. Returns the calls to run.
 
-        `on_hold(pending_verdicts)` runs each time the batch is found held."""
+        Refused calls get their refusal in `results`; `on_hold(pending_verdicts)` runs each
+        time the batch is found held."""
 
-        announced: set[str] = set()
+        announced: set[str | None] = set()
 
-        def held(pending: list[Any]) -> None:
+        def held(pending: list[GuardVerdict]) -> None:
             self._save_guard(guard)  # on every change: a snapshot keeps the latest approvals
             if on_hold is not None:
                 on_hold(pending)
@@ -164,13 +156,7 @@ class ToolExecutor(AsyncNode):
                 if verdict.call_id in announced:  # one pending event per held call
                     continue
                 announced.add(verdict.call_id)
-                self.emit(
-                    "guard.decision",
-                    tool=verdict.tool,
-                    call_id=verdict.call_id,
-                    decision="pending",
-                    reason=verdict.reason,
-                )
+                announce(self, verdict.tool, verdict.call_id, verdict)
 
         verdicts = await verdicts_when_decided(
             guard, lambda: guard.preflight(calls, self.toolset), held
@@ -181,50 +167,51 @@ class ToolExecutor(AsyncNode):
             if verdict.allowed:
                 runnable.append(call)
                 continue
-            results[call.id] = verdict.to_result()
-            self.emit(
-                "guard.decision",
-                tool=call.name,
-                call_id=call.id,
-                decision=verdict.decision.value,
-                reason=verdict.reason,
-            )
+            results[id_of(call)] = verdict.to_result()
+            announce(self, call.name, call.id, verdict)
         return runnable
 
     def resolve_mode(self, calls: list[ToolCall]) -> Literal["serial", "parallel"]:
         """auto: one call is serial; several are parallel only when every tool is parallel-safe."""
-        if self.execution_mode != "auto":
-            return self.execution_mode
+        mode = self.options.execution_mode
+        if mode != "auto":
+            return mode
         if len(calls) < 2:
             return "serial"
         names = [c.name for c in calls]
         return "parallel" if self.toolset.is_parallel_safe(names) else "serial"
 
-    async def _execute(
+    async def execute(
         self,
         calls: list[ToolCall],
         results: dict[str, ToolResult],
         after: Callable[[ToolCall, ToolResult], None] | None = None,
+        idempotency_keys: Mapping[str, str] | None = None,
     ) -> None:
-        """Run the calls; each result lands in `results` (and goes to `after`) as it ends."""
-        if self.resolve_mode(calls) == "serial":
-            for call in calls:
-                results[call.id] = result = await self._one(call)
-                if after is not None:
-                    after(call, result)
-            return
-        limiter = anyio.CapacityLimiter(self.max_concurrency)
+        """Run the calls; each result lands in `results` (and goes to `after`) as it ends.
 
-        async def bounded(call: ToolCall) -> None:
-            async with limiter:
-                await one(call)
+        `idempotency_keys` (by call id) are a durable run's own; a call without one uses its id.
+        """
+        keys = idempotency_keys or {}
 
         async def one(call: ToolCall) -> None:
-            results[call.id] = result = await self._one(call)
+            call_id = id_of(call)
+            results[call_id] = result = await self._one(call, keys.get(call_id, call_id))
             if after is not None:
                 after(call, result)
 
-        if len(calls) > self.max_concurrency:
+        if self.resolve_mode(calls) == "serial":
+            for call in calls:
+                await one(call)
+            return
+        bound = self.options.max_concurrency
+        if len(calls) > bound:
+            limiter = anyio.CapacityLimiter(bound)
+
+            async def bounded(call: ToolCall) -> None:
+                async with limiter:
+                    await one(call)
+
             await run_all(bounded, calls)
             return
         # Within the bound no limiter is needed (each acquire is a trip through the loop), and
@@ -233,42 +220,45 @@ class ToolExecutor(AsyncNode):
         if not together:
             await run_all(one, calls)
             return
+        guard = self.active_guard()
         blocking = functools.partial(
-            run_blocking_calls, self.context, self.name, together, results, guard=self._guard()
+            run_blocking_calls, self.context, self.name, together, results, guard=guard
         )
         if alone:
             await run_all(_call, [blocking, *(functools.partial(one, c) for c in alone)])
         else:
             await blocking()
 
-    def _blocking_work(
-        self, calls: list[ToolCall]
-    ) -> tuple[list[tuple[Tool, ToolCall, Any]], list[ToolCall]]:
+    def _blocking_work(self, calls: list[ToolCall]) -> tuple[list[BlockingWork], list[ToolCall]]:
         """Split off the calls `run_blocking_calls` can run: sync blocking tools in this process
-        with no retries and no timeout (those need the per-call path). On asyncio only."""
-        if self.retry.max_retries or self.call_timeout is not None:
+        with no retries, no timeout and no idempotency key (those need the per-call path). On
+        asyncio only."""
+        if self.options.retry.max_retries or self.options.call_timeout is not None:
             return [], calls
         if self._runner() is not None or not on_asyncio():
             return [], calls
-        together, alone = [], []
+        together: list[BlockingWork] = []
+        alone: list[ToolCall] = []
         for call in calls:
             found = self.toolset.get(call.name)
             if (
                 found is None
-                or not found.runs_in_a_thread
+                or not found._runs_in_a_thread
                 or found.timeout is not None
                 or isinstance(call.arguments, str)
+                or wants_idempotency_key(found)
             ):
                 alone.append(call)
                 continue
+            work: Callable[[], Any] | ToolResult
             try:
-                work = found.blocking_work(call.arguments)
+                work = found._blocking_work(call.arguments)
             except Exception as exc:  # as in Tool.call: a tool fault is an observation
-                work = found.error_result(exc)
+                work = found._error_result(exc)
             together.append((found, call, work))
         return together, alone
 
-    async def _one(self, call: ToolCall) -> ToolResult:
+    async def _one(self, call: ToolCall, idempotency_key: str) -> ToolResult:
         found = self.toolset.get(call.name)
         if found is None:
             available = ", ".join(self.toolset.names()) or "none"
@@ -287,30 +277,31 @@ class ToolExecutor(AsyncNode):
             )
             self.emit("tool.call.failed", tool=call.name, call_id=call.id, error=result.error)
             return result
-        key = self.idempotency_keys.get(call.id, call.id)
-        injected = {IDEMPOTENCY_PARAMETER: key} if wants_idempotency_key(found) else None
-        token = set_idempotency_key(key)
+        injected = (
+            {IDEMPOTENCY_PARAMETER: idempotency_key} if wants_idempotency_key(found) else None
+        )
+        token = set_idempotency_key(idempotency_key)
         try:
             return await run_tool_call(
                 self.context,
                 self.name,
                 found,
                 call,
-                retry=self.retry,
-                timeout=self.call_timeout,
+                retry=self.options.retry,
+                timeout=self.options.call_timeout,
                 injected=injected,
                 runner=self._runner(),
-                guard=self._guard(),
+                guard=self.active_guard(),
             )
         finally:
             reset_idempotency_key(token)
 
-    def _runner(self) -> Any:
+    def _runner(self) -> ToolRunner | None:
         """Where calls run: this executor's runner, its toolset's, the run's `services["runner"]`
         (a sandbox), or None for this process."""
         found = self.runner or self.toolset.runner
         if found is None and self.context is not None:
-            found = self.context.services.get("runner")
+            found = self.context.tool_runner
         return found
 
     def _publish(
@@ -318,31 +309,31 @@ class ToolExecutor(AsyncNode):
     ) -> None:
         """Write observations, effects, guard state and, once the batch is complete, clear it —
         in one state update."""
+        options, fields = self.options, self.state.fields
+        done = [(c, results[c.id]) for c in calls if c.id is not None and c.id in results]
         updates: dict[str, Any] = {
-            self.messages_key: [
-                tool_result_message(c, results[c.id]) for c in calls if c.id in results
-            ],
+            options.messages_key: [tool_result_message(call, result) for call, result in done],
         }
         if complete:
-            updates[self.actions_key] = []
-        if self.effects_key and self.effects_key in self.state.fields:
+            updates[options.actions_key] = []
+        if options.effects_key and options.effects_key in fields:
             effects: dict[str, int] = {}
-            for call in calls:
-                result = results.get(call.id)
+            for call, result in done:
                 found = self.toolset.get(call.name)
-                if result is not None and result.ok and found is not None:
+                if result.ok and found is not None:
                     for tag in found.effect_tags:
                         effects[tag] = effects.get(tag, 0) + 1
             if effects:
-                updates[self.effects_key] = effects
-        guard = self._guard()
-        if guard is not None and self.guard_key and self.guard_key in self.state.fields:
-            updates[self.guard_key] = guard.snapshot()
+                updates[options.effects_key] = effects
+        guard = self.active_guard()
+        if guard is not None and options.guard_key and options.guard_key in fields:
+            updates[options.guard_key] = guard.snapshot()
         self.state.update(updates)
 
-    def _save_guard(self, guard: Any) -> None:
-        if self.guard_key and self.guard_key in self.state.fields:
-            self.state.set(self.guard_key, guard.snapshot())
+    def _save_guard(self, guard: RunGuard) -> None:
+        key = self.options.guard_key
+        if key and key in self.state.fields:
+            self.state.set(key, guard.snapshot())
 
 
 def _answered_ids(messages: Iterable[Any]) -> set[str]:

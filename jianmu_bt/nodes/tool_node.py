@@ -5,6 +5,7 @@ the tool (through a runner when one is set), normalises the result with `ToolRes
 writes the output to `output_key` and succeeds; a failed result (including an "Error: ..." string)
 is FAILURE with the error in `feedback_message`. The run's guard, when there is one, is asked
 first: a refused call is FAILURE with the guard's reason, a PENDING one waits for approval.
+How the call is made (retries, a per-call timeout) is one `CallOptions` object.
 """
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ from typing import Any
 
 import anyio
 
+from jianmu_bt.guard import GuardVerdict
 from jianmu_bt.nodes import journaled
-from jianmu_bt.nodes.calling import RetryPolicy, run_tool_call
-from jianmu_bt.nodes.guarding import verdicts_when_decided
+from jianmu_bt.nodes.calling import run_tool_call
+from jianmu_bt.nodes.guarding import announce, verdicts_when_decided
+from jianmu_bt.nodes.options import CallOptions
 from jianmu_bt.runtime.async_node import AsyncNode
 from jianmu_bt.runtime.journal import RunJournal
+from jianmu_bt.runtime.services import RunGuard
 from jianmu_bt.runtime.templates import render
 from jianmu_bt.tools import Tool, ToolCall, ToolResult, new_call_id
 from jianmu_bt.tools.base import set_node_factory
@@ -29,6 +33,7 @@ from jianmu_bt.tools.call_context import (
     set_idempotency_key,
     wants_idempotency_key,
 )
+from jianmu_bt.tools.runners import ToolRunner
 
 
 class ToolNode(AsyncNode):
@@ -38,6 +43,10 @@ class ToolNode(AsyncNode):
     given, else the state value at `input_key`, else no arguments. A dict input is passed as
     keyword arguments; `None` becomes `{}`; any other value is the tool's bare input (a tool with a
     string input schema, or a one-parameter function tool, takes it as is).
+
+    `injected` values are merged into the arguments; `options` say how the call is made;
+    `runner` where it runs (default: the run's `services["runner"]`, else this process);
+    `timeout` bounds the whole step (seconds).
     """
 
     def __init__(
@@ -49,21 +58,20 @@ class ToolNode(AsyncNode):
         *,
         arguments: Any = None,
         injected: Mapping[str, Any] | None = None,
-        runner: Any = None,
-        call_timeout: float | None = None,
-        max_retries: int = 0,
-        retry_backoff: float = 0.5,
+        options: CallOptions | None = None,
+        runner: ToolRunner | None = None,
         timeout: float | None = None,
     ) -> None:
         super().__init__(name=name or tool.name, timeout=timeout)
+        if options is not None and not isinstance(options, CallOptions):
+            raise TypeError(f"options must be CallOptions, got {type(options).__name__}")
         self.tool = tool
         self.input_key = input_key
         self.output_key = output_key
         self.arguments = arguments
         self.injected = dict(injected) if injected else None
+        self.options = options if options is not None else CallOptions()
         self.runner = runner
-        self.call_timeout = call_timeout
-        self.retry = RetryPolicy(max_retries=max_retries, backoff=retry_backoff)
         self.last_result: ToolResult | None = None
 
     def resolve_input(self) -> Any:
@@ -79,15 +87,18 @@ class ToolNode(AsyncNode):
         journal = self.context.journal if self.context else None
         if journal is not None:
             return self._finish(await self._journaled(journal))
-        call = ToolCall(self.tool.name, self.resolve_input(), new_call_id())
-        guard = self.context.services.get("guard") if self.context else None
+        call_id = new_call_id()
+        call = ToolCall(self.tool.name, self.resolve_input(), call_id)
+        guard = self.context.guard if self.context else None
         if guard is not None:
             refusal = await self._ask_guard(guard, call)
             if refusal is not None:
                 return self._refused(call, refusal)
-        return self._finish(await self._call(call, guard, call.id))
+        return self._finish(await self._call(call, guard, call_id))
 
-    async def _call(self, call: ToolCall, guard: Any, idempotency_key: str) -> ToolResult:
+    async def _call(
+        self, call: ToolCall, guard: RunGuard | None, idempotency_key: str
+    ) -> ToolResult:
         injected = self.injected
         if wants_idempotency_key(self.tool):
             injected = {**(injected or {}), IDEMPOTENCY_PARAMETER: idempotency_key}
@@ -98,8 +109,8 @@ class ToolNode(AsyncNode):
                 self.name,
                 self.tool,
                 call,
-                retry=self.retry,
-                timeout=self.call_timeout,
+                retry=self.options.retry,
+                timeout=self.options.call_timeout,
                 injected=injected,
                 runner=self.runner,
                 guard=guard,
@@ -133,7 +144,7 @@ class ToolNode(AsyncNode):
                 self.emit("tool.call.in_doubt", tool=call.name, call_id=call.id, key=key)
                 journal.request_pause(journaled.in_doubt_reason(call))
                 await journal.wait_for_halt()
-        guard = self.context.services.get("guard") if self.context else None
+        guard = self.context.guard if self.context else None
         if guard is not None:
             if record is not None and record.status == "approved":
                 journaled.ensure_approved(guard, call)
@@ -177,20 +188,14 @@ class ToolNode(AsyncNode):
         return True
 
     async def _ask_guard(
-        self, guard: Any, call: ToolCall, on_hold: Callable[[], None] | None = None
+        self, guard: RunGuard, call: ToolCall, on_hold: Callable[[], None] | None = None
     ) -> ToolResult | None:
-        def held(pending: list[Any]) -> None:
+        def held(pending: list[GuardVerdict]) -> None:
             self.feedback_message = "waiting for approval"
             if on_hold is not None:
                 on_hold()
             for verdict in pending:
-                self.emit(
-                    "guard.decision",
-                    tool=call.name,
-                    call_id=call.id,
-                    decision="pending",
-                    reason=verdict.reason,
-                )
+                announce(self, call.name, call.id, verdict)
 
         (verdict,) = await verdicts_when_decided(
             guard, lambda: [guard.check(call, self.tool)], held
@@ -198,13 +203,7 @@ class ToolNode(AsyncNode):
         self.feedback_message = ""
         if verdict.allowed:
             return None
-        self.emit(
-            "guard.decision",
-            tool=call.name,
-            call_id=call.id,
-            decision=verdict.decision.value,
-            reason=verdict.reason,
-        )
+        announce(self, call.name, call.id, verdict)
         return verdict.to_result()
 
 

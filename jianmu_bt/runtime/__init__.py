@@ -5,6 +5,7 @@ from jianmu_bt.runtime.context import NodeTimeoutError, RunContext, TaskHandle
 from jianmu_bt.runtime.events import Event, EventBus, TraceWriter, read_trace
 from jianmu_bt.runtime.reducers import Reducer, ReducerSpec
 from jianmu_bt.runtime.runner import RunResult, TreeRunner
+from jianmu_bt.runtime.services import RunGuard
 from jianmu_bt.runtime.state import AgentState, StateManager
 from jianmu_bt.runtime.state_schema import (
     StateClosedError,
@@ -24,6 +25,7 @@ __all__ = [
     "Reducer",
     "ReducerSpec",
     "RunContext",
+    "RunGuard",
     "RunResult",
     "StateClosedError",
     "StateManager",

@@ -22,9 +22,12 @@ from jianmu_bt.runtime.events import EventBus
 from jianmu_bt.runtime.task_groups import start_soon
 
 if TYPE_CHECKING:
+    from jianmu_bt.llm import LLMProvider
     from jianmu_bt.runtime.journal import RunJournal
+    from jianmu_bt.runtime.services import RunGuard
     from jianmu_bt.runtime.state import StateManager
     from jianmu_bt.runtime.task_groups import TaskGroup
+    from jianmu_bt.tools.runners import ToolRunner
 
 
 class LoopHandle:
@@ -103,6 +106,25 @@ class RunContext:
         self._task_group: TaskGroup | None = None
         self._wake: Callable[[], None] = _noop
         self._handles: set[TaskHandle] = set()
+
+    @property
+    def guard(self) -> RunGuard | None:
+        """The run's guard (`services["guard"]`), or None."""
+        guard: RunGuard | None = self.services.get("guard")
+        return guard
+
+    @property
+    def llm(self) -> LLMProvider | None:
+        """The run's LLM provider (`services["llm"]`), or None."""
+        provider: LLMProvider | None = self.services.get("llm")
+        return provider
+
+    @property
+    def tool_runner(self) -> ToolRunner | None:
+        """Where the run's tool calls run by default (`services["runner"]`, a sandbox), or None
+        for this process."""
+        runner: ToolRunner | None = self.services.get("runner")
+        return runner
 
     def attach(self, task_group: TaskGroup | None, wake: Callable[[], None]) -> None:
         """Called by the runner: where spawned work runs and how to wake the runner."""

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,12 +20,14 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 import py_trees
+from anyio.from_thread import BlockingPortal
 from py_trees.common import Status
 
 from jianmu_bt.runtime.async_node import ContextNode
 from jianmu_bt.runtime.context import LoopHandle, RunContext
 from jianmu_bt.runtime.events import EventBus
 from jianmu_bt.runtime.progress import node_keys, tree_progress
+from jianmu_bt.runtime.services import RunGuard
 from jianmu_bt.runtime.state import StateManager
 from jianmu_bt.runtime.task_groups import create_task_group, start_soon
 
@@ -109,8 +112,8 @@ class TreeRunner:
         self._changed = True
         self._wake_event: anyio.Event | None = None
         self._loop_handle: LoopHandle | None = None
-        self._portal_cm: Any = None
-        self._portal: Any = None
+        self._portal_cm: AbstractContextManager[BlockingPortal] | None = None
+        self._portal: BlockingPortal | None = None
         self._host_done: anyio.Event | None = None
         self._error = ""
         self._unsubscribe = state.subscribe(lambda _keys: self.wake())
@@ -308,7 +311,7 @@ class TreeRunner:
         """True while the event loop that `tick()` started is running."""
         return self._portal is not None
 
-    def background_loop(self) -> Any:
+    def background_loop(self) -> BlockingPortal:
         """The blocking portal of the event loop step-by-step ticks use, started on first use.
 
         Work that must live in the same loop as the nodes' tasks (opening a provider before the
@@ -316,8 +319,8 @@ class TreeRunner:
         """
         if self._portal is None:
             self._portal_cm = anyio.from_thread.start_blocking_portal()
-            self._portal = self._portal_cm.__enter__()
-            self._portal.start_task(self._host)
+            self._portal = portal = self._portal_cm.__enter__()
+            portal.start_task(self._host)
         return self._portal
 
     async def _host(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
@@ -343,7 +346,8 @@ class TreeRunner:
         if self._portal is not None:
             if self._host_done is not None:
                 self._portal.call(self._host_done.set)
-            self._portal_cm.__exit__(None, None, None)
+            if self._portal_cm is not None:
+                self._portal_cm.__exit__(None, None, None)
             self._portal = self._portal_cm = self._host_done = None
             self._loop_handle = None
 
@@ -363,11 +367,13 @@ class TreeRunner:
         """Where the tree stands (see `tree_progress`): the readable part of a checkpoint."""
         return tree_progress(self.nodes, self.node_keys, self.tick_count)
 
-    def checkpoint(self, guards: Iterable[Any] | None = None, full: bool = True) -> dict[str, Any]:
+    def checkpoint(
+        self, guards: Iterable[RunGuard] | None = None, full: bool = True
+    ) -> dict[str, Any]:
         """The run as a checkpoint document: state (unless `full` is False), guards (counters
         and approvals; default the run's `services["guard"]`) and progress."""
         if guards is None:
-            guard = self.context.services.get("guard")
+            guard = self.context.guard
             guards = () if guard is None else (guard,)
         data: dict[str, Any] = {
             "guards": [guard.snapshot() for guard in guards],
@@ -384,6 +390,6 @@ class TreeRunner:
         return ""
 
 
-async def _within(scope: anyio.CancelScope, work: Any) -> None:
+async def _within(scope: anyio.CancelScope, work: Callable[[], Awaitable[None]]) -> None:
     with scope:
         await work()

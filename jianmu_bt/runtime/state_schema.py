@@ -14,9 +14,9 @@ import threading
 import types
 import typing
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, get_args, get_origin
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -40,7 +40,7 @@ from jianmu_bt.tools.calls import ToolCall
 
 # model_config keys that change how a field's value validates; the rest (title, frozen, extra
 # of the state model itself, ...) say nothing about one field's value.
-_VALIDATION_CONFIG_KEYS = (
+_ValidationKey = Literal[
     "strict",
     "arbitrary_types_allowed",
     "str_strip_whitespace",
@@ -56,7 +56,8 @@ _VALIDATION_CONFIG_KEYS = (
     "ser_json_bytes",
     "ser_json_timedelta",
     "ser_json_inf_nan",
-)
+]
+_VALIDATION_CONFIG_KEYS: tuple[_ValidationKey, ...] = get_args(_ValidationKey)
 
 _short = reprlib.Repr()
 _short.maxstring = 60
@@ -140,7 +141,9 @@ def describe_type(tp: Any) -> str:
     return str(tp).replace("typing.", "")
 
 
-def describe_errors(errors: list[Mapping[str, Any]], *, skip_loc: int = 0, limit: int = 3) -> str:
+def describe_errors(
+    errors: Sequence[Mapping[str, Any]], *, skip_loc: int = 0, limit: int = 3
+) -> str:
     """pydantic error dicts as one line: `at [0]['role']: Field required; ...`."""
     parts = []
     for error in errors[:limit]:
@@ -323,9 +326,10 @@ def compile_schema(schema: type[BaseModel]) -> SchemaPlan:
         return plan
     if not schema.__pydantic_complete__:
         schema.model_rebuild(raise_errors=True)
-    config = ConfigDict(
-        **{k: schema.model_config[k] for k in _VALIDATION_CONFIG_KEYS if k in schema.model_config}
-    )
+    config = ConfigDict()
+    for key in _VALIDATION_CONFIG_KEYS:
+        if key in schema.model_config:
+            config[key] = schema.model_config[key]
     fields = {name: _field_plan(name, info, config) for name, info in schema.model_fields.items()}
     plan = SchemaPlan(fields)
     with _plans_lock:
@@ -336,7 +340,8 @@ def _field_plan(name: str, info: FieldInfo, config: ConfigDict) -> FieldPlan:
     metadata = list(info.metadata)
     if info.discriminator is not None:
         metadata.append(Field(discriminator=info.discriminator))
-    annotation = Annotated[info.annotation, *metadata] if metadata else info.annotation
+    # a type expression: pydantic takes any, mypy has no type for "any type expression"
+    annotation: Any = Annotated[info.annotation, *metadata] if metadata else info.annotation
     try:
         adapter: TypeAdapter[Any] = TypeAdapter(annotation, config=config)
     except PydanticUserError as exc:

@@ -9,7 +9,7 @@ asyncio's tasks, so the work in them is cancelled the same way.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -33,9 +33,9 @@ def create_task_group() -> AbstractAsyncContextManager[TaskGroup]:
     return asyncio.TaskGroup() if on_asyncio() else anyio.create_task_group()
 
 
-def start_soon(group: TaskGroup, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
-    """Start `fn(*args)` as a task of `group`."""
+def start_soon(group: TaskGroup, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
+    """Start `fn(*args)` (a coroutine function) as a task of `group`."""
     if isinstance(group, asyncio.TaskGroup):
-        group.create_task(fn(*args))  # type: ignore[arg-type]
+        group.create_task(fn(*args))
     else:
         group.start_soon(fn, *args)

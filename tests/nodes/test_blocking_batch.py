@@ -6,15 +6,16 @@ import asyncio
 import json
 import threading
 import time
+from typing import Annotated
 
 import pytest
 from py_trees.common import Status
 
 from jianmu_bt import ToolCall, tool
 from jianmu_bt.guard import GuardEnforcer
-from jianmu_bt.nodes import ToolExecutor
+from jianmu_bt.nodes import ExecutorOptions, RetryPolicy, ToolExecutor
 from jianmu_bt.runtime import AgentState, StateManager, TreeRunner
-from jianmu_bt.tools import BuiltinToolProvider, Tool
+from jianmu_bt.tools import BuiltinToolProvider, Injected, Tool
 
 WAIT = 10.0
 
@@ -78,7 +79,7 @@ def run_batch(**options):
     state = StateManager(AgentState)
     state.set("actions", ToolCall.from_list(BATCH))
     guard = GuardEnforcer.from_config({"budgets": {"lookup": 10}})
-    executor = ToolExecutor(TOOLS, guard=guard, **options)
+    executor = ToolExecutor(TOOLS, guard=guard, options=ExecutorOptions(**options))
     runner = TreeRunner(executor, state)
     events = []
     runner.events.subscribe(events.append)
@@ -137,7 +138,7 @@ def test_which_calls_go_to_the_worker_threads_together():
     together, alone = split(executor, calls)
     assert [c.id for _, c, _ in together] == ["c1", "c2", "c3", "c4", "c9"]
     assert [c.id for c in alone] == ["c5", "c6", "c7", "c8", "c10"]
-    retrying = ToolExecutor(TOOLS, max_retries=1)
+    retrying = ToolExecutor(TOOLS, options=ExecutorOptions(retry=RetryPolicy.from_retries(1)))
     TreeRunner(retrying, StateManager(AgentState))
     assert split(retrying, calls)[0] == []
     assert executor._blocking_work(calls)[0] == []  # no asyncio loop running: per call
@@ -191,7 +192,8 @@ def test_an_exception_that_is_not_a_tool_fault_propagates(options):
     state = StateManager(AgentState)
     state.set("actions", [ToolCall("stop", {}, "s1"), ToolCall("lookup", {"key": "k"}, "s2")])
     with pytest.raises(BaseException) as caught:
-        TreeRunner(ToolExecutor([stop, lookup], **options), state).run(timeout=WAIT)
+        executor = ToolExecutor([stop, lookup], options=ExecutorOptions(**options))
+        TreeRunner(executor, state).run(timeout=WAIT)
     assert caught.group_contains(Stop, depth=None) or caught.type is Stop
 
 
@@ -209,9 +211,10 @@ def test_tools_that_change_how_they_execute_are_never_run_here_in_a_thread():
             return f"routed {args['x']}"
 
     repl = BuiltinToolProvider(["python_repl"]).get_tools()[0]
-    assert not repl.runs_in_a_thread and not Routed().runs_in_a_thread
-    assert lookup.runs_in_a_thread
-    executor = ToolExecutor([Routed(), repl, lookup], execution_mode="parallel")
+    assert not repl._runs_in_a_thread and not Routed()._runs_in_a_thread
+    assert lookup._runs_in_a_thread
+    parallel = ExecutorOptions(execution_mode="parallel")
+    executor = ToolExecutor([Routed(), repl, lookup], options=parallel)
     calls = [
         {"id": "r1", "name": "routed", "arguments": {"x": 1}},
         {"id": "p1", "name": "python_repl", "arguments": {"code": "print(1)"}},
@@ -232,3 +235,15 @@ def test_tools_that_change_how_they_execute_are_never_run_here_in_a_thread():
     # python_repl went through its own execute: a sandbox, not a thread of this process.
     assert json.loads(contents["p1"])["stdout"] == "1\n"
     assert json.loads(contents["p2"])["stdout"] == "2\n"
+
+
+def test_a_tool_that_takes_an_idempotency_key_gets_it_in_a_parallel_batch():
+    @tool
+    def keyed(name: str, idempotency_key: Annotated[str, Injected]) -> str:
+        """Echoes its idempotency key."""
+        return f"{name} {idempotency_key}"
+
+    state = StateManager(AgentState)
+    state.set("actions", [ToolCall("keyed", {"name": n}, f"k_{n}") for n in "ab"])
+    assert TreeRunner(ToolExecutor([keyed]), state).run(timeout=WAIT).ok
+    assert [m["content"] for m in state.get("messages")] == ["a k_a", "b k_b"]

@@ -14,10 +14,11 @@ import anyio
 import py_trees
 
 from jianmu_bt import ToolCall, tool
-from jianmu_bt.nodes import ToolExecutor
-from jianmu_bt.nodes.calling import RetryPolicy, run_blocking_calls, run_tool_call
+from jianmu_bt.nodes import CallOptions, ExecutorOptions, ToolExecutor
+from jianmu_bt.nodes.calling import run_blocking_calls, run_tool_call
 from jianmu_bt.runtime import AgentState, StateManager, TreeRunner
 from jianmu_bt.runtime.context import RunContext
+from jianmu_bt.tools import RetryPolicy
 from jianmu_bt.tools.base import wait_for_overruns
 
 WAIT = 10.0  # generous upper bound for things that should happen at once
@@ -125,7 +126,7 @@ def test_a_retry_after_a_timeout_never_overlaps_its_previous_attempt():
             "node",
             work,
             ToolCall("work", {}, "c1"),
-            retry=RetryPolicy(max_retries=2, backoff=0),
+            retry=RetryPolicy.from_retries(2, 0),
             timeout=ROOM,
         )
         watcher.join()
@@ -166,7 +167,7 @@ def test_a_retry_that_cannot_start_within_its_timeout_fails_without_starting():
             "node",
             work,
             ToolCall("work", {}, "c1"),
-            retry=RetryPolicy(max_retries=1, backoff=0),
+            retry=RetryPolicy.from_retries(1, 0),
             timeout=SHORT,
         )
         assert recorder.starts() == [1]  # the retry never started
@@ -191,7 +192,8 @@ def test_a_serial_batch_does_not_start_the_next_call_of_a_timed_out_tool():
     state.set("actions", [ToolCall("work", {"n": 1}, "c1"), ToolCall("work", {"n": 2}, "c2")])
     watcher = release_when(lambda: waiting(work) or recorder.started(2), recorder)
     before = pool_threads()
-    result = TreeRunner(ToolExecutor([work], call_timeout=ROOM), state).run(timeout=WAIT)
+    executor = ToolExecutor([work], options=ExecutorOptions(call_timeout=ROOM))
+    result = TreeRunner(executor, state).run(timeout=WAIT)
     watcher.join()
     assert result.ok
     first, second = state.get("messages")
@@ -204,8 +206,8 @@ def test_a_serial_batch_does_not_start_the_next_call_of_a_timed_out_tool():
 def test_a_selector_of_tool_nodes_falls_back_only_after_the_thread_ends():
     recorder = Recorder()
     work = numbered_tool(recorder)
-    first = work.as_node(name="first", arguments={"n": 1}, call_timeout=ROOM)
-    second = work.as_node(name="second", arguments={"n": 2}, call_timeout=ROOM)
+    first = work.as_node(name="first", arguments={"n": 1}, options=CallOptions(call_timeout=ROOM))
+    second = work.as_node(name="second", arguments={"n": 2}, options=CallOptions(call_timeout=ROOM))
     root = py_trees.composites.Selector("either", memory=True, children=[first, second])
     watcher = release_when(lambda: waiting(work) or recorder.started(2), recorder)
     before = pool_threads()
@@ -224,7 +226,7 @@ def test_a_halted_batch_of_blocking_calls_is_waited_for_by_the_next_batch():
 
     def batch(n: int) -> list:
         call = ToolCall("work", {"n": n}, f"c{n}")
-        return [(work, call, work.blocking_work(call.arguments))]
+        return [(work, call, work._blocking_work(call.arguments))]
 
     async def scenario():
         results = {}
@@ -248,7 +250,7 @@ def test_a_sequence_moves_to_its_next_tool_only_after_a_timed_out_thread_ends():
     recorder = Recorder()
     slow = numbered_tool(recorder, name="slow")
     other = numbered_tool(recorder, name="other")
-    first = slow.as_node(name="first", arguments={"n": 1}, call_timeout=ROOM)
+    first = slow.as_node(name="first", arguments={"n": 1}, options=CallOptions(call_timeout=ROOM))
     second = other.as_node(name="second", arguments={"n": 2})
     root = py_trees.composites.Sequence(
         "seq", memory=True, children=[py_trees.decorators.FailureIsSuccess("ok", first), second]

@@ -6,7 +6,7 @@ import anyio
 from py_trees.common import Status
 
 from jianmu_bt import ToolCall, ToolSet, tool
-from jianmu_bt.nodes import ToolExecutor
+from jianmu_bt.nodes import ExecutorOptions, RetryPolicy, ToolExecutor
 from jianmu_bt.runtime import AgentState, StateManager, TreeRunner
 
 active = {"now": 0, "peak": 0}
@@ -42,11 +42,12 @@ def broken() -> str:
     raise RuntimeError("disk on fire")
 
 
-def execute(calls, toolset=None, **kwargs):
+def execute(calls, toolset=None, **options):
     active.update(now=0, peak=0)
     state = StateManager(AgentState)
     state.set("actions", ToolCall.from_list(calls))
-    executor = ToolExecutor(toolset or ToolSet.from_tools([fetch, save, broken]), **kwargs)
+    tools = toolset or ToolSet.from_tools([fetch, save, broken])
+    executor = ToolExecutor(tools, options=ExecutorOptions(**options))
     runner = TreeRunner(executor, state)
     return executor, runner.run()
 
@@ -138,7 +139,8 @@ def test_retries_with_backoff_and_events():
 
     state = StateManager(AgentState)
     state.set("actions", [ToolCall("flaky", {})])
-    executor = ToolExecutor([flaky], max_retries=2, retry_backoff=0.01)
+    retry = ExecutorOptions(retry=RetryPolicy.from_retries(2, 0.01))
+    executor = ToolExecutor([flaky], options=retry)
     runner = TreeRunner(executor, state)
     events = []
     runner.events.subscribe(events.append)
@@ -158,7 +160,8 @@ def test_invalid_arguments_are_not_retried():
 
     state = StateManager(AgentState)
     state.set("actions", [ToolCall("strict", {"n": "many"})])
-    TreeRunner(ToolExecutor([strict], max_retries=3, retry_backoff=0.01), state).run()
+    retry = ExecutorOptions(retry=RetryPolicy.from_retries(3, 0.01))
+    TreeRunner(ToolExecutor([strict], options=retry), state).run()
     assert (
         calls == [] and "n: Input should be a valid integer" in state.get("messages")[0]["content"]
     )
@@ -173,7 +176,8 @@ def test_hanging_tool_is_ended_by_call_timeout():
 
     state = StateManager(AgentState)
     state.set("actions", [ToolCall("hang", {})])
-    result = TreeRunner(ToolExecutor([hang], call_timeout=0.05), state).run()
+    executor = ToolExecutor([hang], options=ExecutorOptions(call_timeout=0.05))
+    result = TreeRunner(executor, state).run()
     assert result.ok and "timed out after 0.05s" in result.state["messages"][0]["content"]
 
 

@@ -5,6 +5,7 @@ from py_trees.common import Status
 
 from jianmu_bt import Tool, tool
 from jianmu_bt.guard import GuardEnforcer
+from jianmu_bt.nodes import CallOptions, RetryPolicy
 from jianmu_bt.runtime import AgentState, StateManager, TreeRunner
 
 
@@ -99,7 +100,8 @@ def test_failed_call_retries_then_succeeds():
             raise ConnectionError("try again")
         return "ok"
 
-    node = flaky.as_node(name="Flaky", output_key="label", max_retries=3, retry_backoff=0.01)
+    retry = CallOptions(retry=RetryPolicy.from_retries(3, 0.01))
+    node = flaky.as_node(name="Flaky", output_key="label", options=retry)
     _, result = run(node)
     assert result.ok and result.state["label"] == "ok" and len(attempts) == 3
 
