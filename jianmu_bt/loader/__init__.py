@@ -9,28 +9,18 @@ result = tree.run()
 See docs/yaml.md for the format.
 """
 
-from jianmu_bt.loader.api import format_json_schema, load_tree, validate_source
+from jianmu_bt.loader.api import LoadOptions, format_json_schema, load_tree, validate_source
 from jianmu_bt.loader.diagnostics import Diagnostic, TreeLoadError
+from jianmu_bt.loader.node_facts import NodeIO, NodeProblem, Outcome
 from jianmu_bt.loader.node_info import NodeInfo, node_info
-from jianmu_bt.loader.registry import (
-    NODE_KINDS,
-    NodeIO,
-    NodeKind,
-    NodeProblem,
-    Outcome,
-    _ensure_builtins,
-    get_kind,
-    node_kinds,
-    register_kind,
-)
+from jianmu_bt.loader.registry import NODE_KINDS, NodeKind, get_kind, node_kinds, register_kind
 from jianmu_bt.loader.session import ProviderStartError
 from jianmu_bt.loader.tree import Tree, TreeInputError
-
-_ensure_builtins()  # NODE_KINDS lists the built-in kinds from the start
 
 __all__ = [
     "NODE_KINDS",
     "Diagnostic",
+    "LoadOptions",
     "NodeIO",
     "NodeInfo",
     "NodeKind",

@@ -8,14 +8,14 @@ repeated explicit id are errors here; the graph checks (`checks.py`) come after.
 
 from __future__ import annotations
 
-from jianmu_bt.loader.diagnostics import Diagnostic, did_you_mean, quote_list
-from jianmu_bt.loader.expand import NodeRecord
-from jianmu_bt.loader.positions import MISSING, child_value
-from jianmu_bt.loader.registry import NodeIO, NodeProblem, get_kind
+from jianmu_bt.loader.catalog import ToolCatalog
+from jianmu_bt.loader.diagnostics import Diagnostic, quote_list
+from jianmu_bt.loader.node_facts import NodeIO, NodeProblem
+from jianmu_bt.loader.positions import MISSING, Path, child_value
+from jianmu_bt.loader.records import NodeRecord
+from jianmu_bt.loader.registry import get_kind
 from jianmu_bt.loader.state_model import StateInfo
-from jianmu_bt.loader.tools_config import ToolCatalog
-
-Path = tuple[str | int, ...]
+from jianmu_bt.tools.references import did_you_mean
 
 
 def _map_io(io: NodeIO, record: NodeRecord) -> NodeIO:

@@ -1,13 +1,19 @@
 """load_tree, validate_source, format_json_schema: the loader's entry points.
 
-The pipeline, each stage reporting every problem it finds before the loader gives up:
+The pipeline runs one way, each stage reporting every problem it finds before the loader gives
+up, and each taking only what the stages before it made:
 
-1. read the source (a path, or YAML text) and parse it with positions (`positions`);
-2. validate it against the file model built from the node registry (`units`, `schema_errors`);
-3. expand subtrees into node records (`expand`): include cycles, missing files and trees;
-4. build the state model (`state_model`) and resolve the tools (`tools_config`);
-5. analyse every node's state keys and tools (`analysis`), then run the graph checks (`checks`);
-6. build the py_trees behaviours (`build`) and the Tree (`tree`).
+1. read: the source (a path, or YAML text) parsed with positions (`units`, `positions`);
+2. model: validated against the file model the registry builds from the node kinds (`units`,
+   `schema_errors`), giving one `Unit` per file (`records`);
+3. expand: subtrees and named trees into `NodeRecord`s (`expand`): include cycles, missing files;
+4. check: the state model (`state_model`), the tools (`tools_config`), every node's state keys
+   and tools (`analysis`), then the graph checks (`checks`);
+5. build: the py_trees behaviours through the registry's kinds (`build`, `context`), then the
+   `Tree` (`tree`).
+
+The shared types (`diagnostics`, `records`, `node_facts`, `context`, `catalog`) import none of
+the stages; the built-in kinds register themselves when `kinds` is imported, here.
 """
 
 from __future__ import annotations
@@ -15,30 +21,58 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import py_trees
 
 from jianmu_bt.guard import GuardConfigError, GuardEnforcer
 from jianmu_bt.llm import LLMConfigurationError, LLMProvider, provider_from_config
+from jianmu_bt.loader import kinds  # noqa: F401  (importing it registers the built-in kinds)
 from jianmu_bt.loader.analysis import analyze
-from jianmu_bt.loader.build import BuildContext, build_behaviours
+from jianmu_bt.loader.build import build_behaviours
+from jianmu_bt.loader.catalog import ToolCatalog
 from jianmu_bt.loader.checks import check_tree, tree_graph
-from jianmu_bt.loader.diagnostics import TEXT_SOURCE, Diagnostic, TreeLoadError, sort_diagnostics
-from jianmu_bt.loader.expand import Expander, NodeRecord
+from jianmu_bt.loader.context import BuildContext
+from jianmu_bt.loader.diagnostics import Diagnostic, TreeLoadError, sort_diagnostics
+from jianmu_bt.loader.expand import Expander
+from jianmu_bt.loader.records import NodeRecord, Unit
 from jianmu_bt.loader.registry import models
 from jianmu_bt.loader.session import LoadedRunner, ProviderSession
 from jianmu_bt.loader.state_model import StateInfo, build_state
-from jianmu_bt.loader.tools_config import ToolCatalog, resolve_tools
+from jianmu_bt.loader.tools_config import resolve_tools
 from jianmu_bt.loader.tree import Tree
-from jianmu_bt.loader.units import Unit, UnitLoader, display_name
+from jianmu_bt.loader.units import TEXT_SOURCE, UnitLoader, display_name
 from jianmu_bt.runtime import StateManager
 from jianmu_bt.tools import Tool, ToolProvider, ToolSet
 
 _MAX_INLINE_PATH = 4096
+
+
+class LoadOptions(TypedDict, total=False):
+    """The keyword arguments of `load_tree` and `validate_source`, every one optional.
+
+    `tools` are Python tools available by name to the file (beating same-named built-ins);
+    `providers` add tools when the tree starts; `llm` and `guard` replace the file's own.
+    `base_dir` resolves subtree files and `module:attr` imports of YAML text (default: the
+    file's folder, or the working directory for text). `check=False` skips the graph checks.
+    """
+
+    tools: Iterable[Tool] | ToolSet | None
+    providers: Iterable[ToolProvider] | None
+    llm: LLMProvider | None
+    guard: GuardEnforcer | None
+    base_dir: Path | None
+    check: bool
+
+
+def _known_options(function: str, options: Mapping[str, object]) -> None:
+    """TypeError for a keyword argument `function` does not take (as Python would raise)."""
+    for name in options:
+        if name not in LoadOptions.__optional_keys__:
+            raise TypeError(f"{function}() got an unexpected keyword argument '{name}'")
 
 
 @dataclass
@@ -80,17 +114,9 @@ def _locate_source(source: str | Path, base_dir: Path | None) -> tuple[Path | No
     return None, source
 
 
-def _run_pipeline(
-    source: str | Path,
-    *,
-    tools: Iterable[Tool] | ToolSet | None,
-    providers: Iterable[ToolProvider] | None,
-    llm: LLMProvider | None,
-    guard: GuardEnforcer | None,
-    base_dir: Path | None,
-    check: bool,
-) -> _Loaded:
-    out = _Loaded(llm=llm, guard=guard)
+def _run_pipeline(source: str | Path, options: LoadOptions) -> _Loaded:
+    base_dir = options.get("base_dir")
+    out = _Loaded(llm=options.get("llm"), guard=options.get("guard"))
     loader = UnitLoader()
     path, text = _locate_source(source, base_dir)
     if path is not None:
@@ -113,13 +139,15 @@ def _run_pipeline(
     out.diagnostics += loader.diagnostics + expander.diagnostics
     out.state, problems = build_state(expander.states, tree_name(unit))
     out.diagnostics += problems
-    out.catalog, problems = resolve_tools(expander.units, tools, providers)
+    out.catalog, problems = resolve_tools(
+        expander.units, options.get("tools"), options.get("providers")
+    )
     out.diagnostics += problems
     out.diagnostics += _services(out, unit)
     if out.root_id is None or out.failed:
         return out
     out.diagnostics += analyze(out.records, out.state, out.catalog)
-    if check and not out.failed:
+    if options.get("check", True) and not out.failed:
         out.diagnostics += check_tree(tree_graph(out.records, out.root_id), out.state, out.catalog)
     out.diagnostics += _llm_needed(out)
     if out.failed:
@@ -181,33 +209,14 @@ def tree_name(unit: Unit) -> str:
     return "tree"
 
 
-def load_tree(
-    source: str | Path,
-    *,
-    tools: Iterable[Tool] | ToolSet | None = None,
-    providers: Iterable[ToolProvider] | None = None,
-    llm: LLMProvider | None = None,
-    guard: GuardEnforcer | None = None,
-    base_dir: Path | None = None,
-    check: bool = True,
-) -> Tree:
+def load_tree(source: str | Path, **options: Unpack[LoadOptions]) -> Tree:
     """Load a YAML tree (a file path, or YAML text) into a runnable Tree.
 
-    `tools` are Python tools available by name to the file (beating same-named built-ins);
-    `providers` add tools when the tree starts; `llm` and `guard` replace the file's own.
-    `base_dir` resolves subtree files and `module:attr` imports of YAML text (default: the
-    file's folder, or the working directory for text). `check=False` skips the graph checks.
+    The options (`tools`, `providers`, `llm`, `guard`, `base_dir`, `check`) are `LoadOptions`.
     Raises TreeLoadError listing every error (and the warnings) with `file:line:col`.
     """
-    out = _run_pipeline(
-        source,
-        tools=tools,
-        providers=providers,
-        llm=llm,
-        guard=guard,
-        base_dir=base_dir,
-        check=check,
-    )
+    _known_options("load_tree", options)
+    out = _run_pipeline(source, options)
     if out.failed or out.root is None:
         if not out.failed:  # cannot happen: a pipeline without a root reported why
             out.diagnostics.append(Diagnostic(TEXT_SOURCE, 1, 1, "error", "no tree built", "x"))
@@ -221,7 +230,7 @@ def load_tree(
     if out.guard is not None:
         services["guard"] = out.guard
     owned = list(out.context.owned_llms)
-    if out.llm is not None and llm is None:
+    if out.llm is not None and options.get("llm") is None:
         owned.append(out.llm)  # made from the file: the tree closes it
     session = ProviderSession(out.catalog, out.context.bindings)
     runner = LoadedRunner(out.root, state, services=services, session=session, owned=owned)
@@ -240,27 +249,13 @@ def load_tree(
     )
 
 
-def validate_source(
-    source: str | Path,
-    *,
-    tools: Iterable[Tool] | ToolSet | None = None,
-    providers: Iterable[ToolProvider] | None = None,
-    llm: LLMProvider | None = None,
-    guard: GuardEnforcer | None = None,
-    base_dir: Path | None = None,
-    check: bool = True,
-) -> list[Diagnostic]:
-    """Every error and warning of a tree source, sorted; never raises for a problem in it."""
-    out = _run_pipeline(
-        source,
-        tools=tools,
-        providers=providers,
-        llm=llm,
-        guard=guard,
-        base_dir=base_dir,
-        check=check,
-    )
-    return sort_diagnostics(out.diagnostics)
+def validate_source(source: str | Path, **options: Unpack[LoadOptions]) -> list[Diagnostic]:
+    """Every error and warning of a tree source, sorted; never raises for a problem in it.
+
+    It takes the options of `load_tree` (`LoadOptions`) and runs the same stages but the last.
+    """
+    _known_options("validate_source", options)
+    return sort_diagnostics(_run_pipeline(source, options).diagnostics)
 
 
 def format_json_schema() -> dict[str, Any]:
@@ -291,4 +286,4 @@ def format_json_schema() -> dict[str, Any]:
     }
 
 
-__all__ = ["format_json_schema", "load_tree", "tree_name", "validate_source"]
+__all__ = ["LoadOptions", "format_json_schema", "load_tree", "tree_name", "validate_source"]

@@ -1,83 +1,23 @@
-"""Building: node records -> py_trees behaviours, children first, each tagged with its NodeInfo.
+"""The build stage: node records -> py_trees behaviours, children first, each with its NodeInfo.
 
-Tools from providers (MCP servers) are known only once the providers start, so nodes that use
-them get a stand-in at build time and a `Binding` that gives them the real tools when the tree
-starts its providers (`rebind`).
+Every record is built by its kind's builder (the registry's `NodeKind.build`), given the
+behaviours of its children and the `BuildContext` (tools, and where to leave what the Tree will
+own); a builder's `NodeProblem` or failure becomes a located diagnostic. Each behaviour built is
+tagged with its `NodeInfo`; the parts an `agent` expands to are tagged as parts of it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
-
 import py_trees
 from py_trees.behaviour import Behaviour
 
+from jianmu_bt.loader.context import BuildContext
 from jianmu_bt.loader.diagnostics import Diagnostic
-from jianmu_bt.loader.expand import NodeRecord
+from jianmu_bt.loader.node_facts import NodeProblem
 from jianmu_bt.loader.node_info import ATTRIBUTE, NodeInfo
-from jianmu_bt.loader.registry import NodeProblem, get_kind
-from jianmu_bt.loader.tools_config import ToolCatalog
+from jianmu_bt.loader.records import NodeRecord
+from jianmu_bt.loader.registry import get_kind
 from jianmu_bt.nodes import AddMessage, AgentLLMNode, AgentLoop, ToolExecutor
-from jianmu_bt.tools import Tool, ToolResult, ToolSet
-
-
-class PendingTool(Tool):
-    """Stands in for a tool a provider will offer once it starts; fails clearly if called."""
-
-    blocking = False
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.description = f"'{name}', offered by a tool provider once it starts"
-
-    async def run(self, input: Any) -> ToolResult:
-        return ToolResult.failure(
-            self.name,
-            f"Error: tool '{self.name}' is not available: the tree's tool providers "
-            "(MCP servers) have not started; run the tree with Tree.run/arun/tick",
-        )
-
-
-@dataclass
-class Binding:
-    """A node's tools to set again once the providers started (`names` None: all tools)."""
-
-    record: NodeRecord
-    names: list[str] | None
-    apply: Callable[[ToolSet], None]
-
-
-@dataclass
-class BuildContext:
-    """What builders use: the tool catalog, and where they leave bindings and owned objects."""
-
-    catalog: ToolCatalog
-    bindings: list[Binding] = field(default_factory=list)
-    owned_llms: list[Any] = field(default_factory=list)
-    guards: list[Any] = field(default_factory=list)
-    _all: ToolSet | None = None
-
-    def tool(self, name: str) -> Tool:
-        """The tool called `name`, or a stand-in until the providers start."""
-        return self.catalog.get(name) or PendingTool(name)
-
-    def tools(self, names: list[str] | None) -> ToolSet:
-        """The named tools (None: every tool of the tree)."""
-        if names is None:
-            if self._all is None:
-                self._all = self.catalog.toolset()
-            return self._all
-        return ToolSet.from_tools([self.tool(name) for name in names])
-
-    def bind(
-        self, record: NodeRecord, names: list[str] | None, apply: Callable[[ToolSet], None]
-    ) -> None:
-        """Remember how to give `record`'s node its tools again (only needed with providers)."""
-        if self.catalog.providers:
-            self.bindings.append(Binding(record, names, apply))
-
 
 _PARTS: dict[type, tuple[str, str, str]] = {
     AddMessage: ("goal", "add_message", "action"),
@@ -97,7 +37,7 @@ def _detail(record: NodeRecord) -> str:
         value = getattr(config, attribute) if attribute in fields else None
         if isinstance(value, str):
             return value
-    values = config.values if "values" in fields else None  # type: ignore[attr-defined]
+    values = vars(config).get("values") if "values" in fields else None
     return ", ".join(values) if isinstance(values, dict) else ""
 
 

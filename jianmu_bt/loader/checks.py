@@ -17,11 +17,13 @@ from __future__ import annotations
 import networkx as nx
 
 from jianmu_bt.loader.analysis import reference_position
+from jianmu_bt.loader.catalog import ToolCatalog
 from jianmu_bt.loader.diagnostics import Diagnostic
-from jianmu_bt.loader.expand import NodeRecord
-from jianmu_bt.loader.registry import Outcome, Path, get_kind
+from jianmu_bt.loader.node_facts import Outcome
+from jianmu_bt.loader.positions import Path
+from jianmu_bt.loader.records import NodeRecord
+from jianmu_bt.loader.registry import get_kind
 from jianmu_bt.loader.state_model import FieldFacts, StateInfo
-from jianmu_bt.loader.tools_config import ToolCatalog
 from jianmu_bt.runtime.reducers import REPLACE
 from jianmu_bt.runtime.state_schema import StateValidationError, compile_schema
 from jianmu_bt.tools.base import DEFAULT_OUTPUT_SCHEMA
@@ -29,9 +31,9 @@ from jianmu_bt.tools.base import DEFAULT_OUTPUT_SCHEMA
 _TEXT_MAY_PARSE = {"integer", "number", "boolean"}
 
 
-def tree_graph(records: dict[str, NodeRecord], root_id: str) -> nx.DiGraph:
+def tree_graph(records: dict[str, NodeRecord], root_id: str) -> nx.DiGraph[str]:
     """The tree as a DiGraph: node ids with their `record`, edges parent -> child in order."""
-    graph = nx.DiGraph()
+    graph: nx.DiGraph[str] = nx.DiGraph()
     for record in records.values():
         graph.add_node(record.id, record=record)
     for record in records.values():

@@ -12,15 +12,11 @@ trees/audit.yaml:12:9: error: unknown key 'nmae' in 'tool' (did you mean 'name'?
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 Severity = Literal["error", "warning"]
-
-TEXT_SOURCE = "<string>"
-"""The file name shown for a tree given as YAML text."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,12 +73,6 @@ class TreeLoadError(Exception):
 
     def __str__(self) -> str:
         return "\n".join(str(d) for d in self.diagnostics)
-
-
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """` (did you mean 'x'?)` for the closest of `choices`, or "" when nothing is close."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def quote_list(names: Iterable[str], limit: int = 30) -> str:

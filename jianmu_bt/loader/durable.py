@@ -15,9 +15,9 @@ import dataclasses
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from jianmu_bt.runtime import RunResult
+from jianmu_bt.runtime import RunResult, StateManager, TreeRunner
 from jianmu_bt.runtime.journal import WAITING_CALL, RunJournal, new_lease_owner, owner_is_dead
 from jianmu_bt.store import (
     JournalEntry,
@@ -27,9 +27,6 @@ from jianmu_bt.store import (
     StoreError,
     open_store,
 )
-
-if TYPE_CHECKING:
-    from jianmu_bt.loader.tree import Tree
 
 LEASE_SECONDS = 30.0
 DENIED_ERROR = "Error: a reviewer denied this call; it did not run"
@@ -43,6 +40,26 @@ class DurableRunError(ValueError):
     """A durable run cannot start or continue (the message says why, on one line)."""
 
 
+class DurableTree(Protocol):
+    """What a durable run uses of a loaded tree (the loader's `Tree` is one): its `name`, `path`
+    and `digest` (recorded with the run: a resume refuses a changed tree), its `state` (put back
+    to the run's initial state on resume), its `runner` (whose context gets the run's id and
+    journal) and its `guards` (checkpointed with the run)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def path(self) -> Path | None: ...
+    @property
+    def digest(self) -> str: ...
+    @property
+    def state(self) -> StateManager: ...
+    @property
+    def runner(self) -> TreeRunner: ...
+    @property
+    def guards(self) -> list[Any]: ...
+
+
 def as_store(store: RunStore | str | Path, *, create: bool = True) -> RunStore:
     """A RunStore, or one opened from a path or PostgreSQL URL."""
     return store if isinstance(store, RunStore) else open_store(store, create=create)
@@ -51,7 +68,7 @@ def as_store(store: RunStore | str | Path, *, create: bool = True) -> RunStore:
 class DurableRun:
     """One process's part of a durable run of `tree` in `store`."""
 
-    def __init__(self, tree: Tree, store: RunStore, run_id: str, hold: str = "wait") -> None:
+    def __init__(self, tree: DurableTree, store: RunStore, run_id: str, hold: str = "wait") -> None:
         self.tree = tree
         self.store = store
         self.run_id = run_id

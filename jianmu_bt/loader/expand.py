@@ -9,104 +9,23 @@ the whole chain instead of recursing forever.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jianmu_bt.loader.diagnostics import Diagnostic, did_you_mean, quote_list
-from jianmu_bt.loader.model import NodeConfig, StateField, SubtreeConfig
+from jianmu_bt.loader.diagnostics import Diagnostic, quote_list
+from jianmu_bt.loader.model import NodeConfig, SubtreeConfig
 from jianmu_bt.loader.positions import Path as DataPath
-from jianmu_bt.loader.registry import NodeIO, get_kind, models
-from jianmu_bt.loader.units import Unit, UnitLoader
-from jianmu_bt.runtime.templates import REFERENCE
+from jianmu_bt.loader.records import KeyMap, NodeRecord, StateDeclaration, Unit
+from jianmu_bt.loader.registry import get_kind, models
+from jianmu_bt.loader.units import UnitLoader
+from jianmu_bt.tools.references import did_you_mean
 
 MAX_NODES = 100_000
 """Most node instances one tree may expand to (includes multiply)."""
 MAX_INCLUDE_DEPTH = 64
 
-
-class KeyMap:
-    """The state-key renaming of one subtree instance, composed with its ancestors'."""
-
-    __slots__ = ("mapping", "parent")
-
-    def __init__(self, mapping: Mapping[str, str] | None = None, parent: KeyMap | None = None):
-        self.mapping = dict(mapping or {})
-        self.parent = parent
-
-    def __call__(self, key: str) -> str:
-        key = self.mapping.get(key, key)
-        return self.parent(key) if self.parent is not None else key
-
-    @property
-    def identity(self) -> bool:
-        """True when no key is renamed."""
-        return not self.mapping and (self.parent is None or self.parent.identity)
-
-    def template(self, value: Any) -> Any:
-        """`value` with the head of every `{key}` reference renamed (through dicts and lists)."""
-        if self.identity:
-            return value
-        if isinstance(value, str):
-            return REFERENCE.sub(self._rename_reference, value)
-        if isinstance(value, Mapping):
-            return {k: self.template(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self.template(v) for v in value]
-        return value
-
-    def _rename_reference(self, match: re.Match[str]) -> str:
-        if not match.group(1):
-            return match.group(0)
-        head, dot, rest = match.group(1).partition(".")
-        return "{" + self(head) + dot + rest + "}"
-
-
-@dataclass
-class NodeRecord:
-    """One node instance of the expanded tree."""
-
-    id: str
-    kind: str
-    config: NodeConfig
-    unit: Unit
-    path: DataPath
-    keys: KeyMap
-    parent: str | None
-    name: str = ""
-    children: list[str] = field(default_factory=list)
-    io: NodeIO | None = None
-    subtree: str | None = None
-
-    def config_path(self, *more: str | int) -> DataPath:
-        """The YAML path of this node's config, or of a key below it."""
-        return (*self.path, self.kind, *more)
-
-    def at(self, sub: DataPath = (), *, key: bool = False) -> tuple[int, int]:
-        """Line and column of a key or value below this node's config."""
-        return self.unit.at(self.config_path(*sub), key=key)
-
-    def diagnostic(
-        self, message: str, code: str, sub: DataPath = (), *, key: bool = False, **kw: Any
-    ) -> Diagnostic:
-        """A diagnostic located at `sub` below this node's config (the kind's key when empty)."""
-        if not sub:
-            line, col = self.unit.at((*self.path, self.kind), key=True)
-        else:
-            line, col = self.at(sub, key=key)
-        return Diagnostic(self.unit.file, line, col, kw.get("severity", "error"), message, code)
-
-
-@dataclass
-class StateDeclaration:
-    """A state field declared by some file, under the name it has in the whole tree."""
-
-    name: str
-    field: StateField
-    unit: Unit
-    path: DataPath
+Stack = list[tuple[str, str | None, str]]
+"""The includes being expanded: (unit key, named tree or None, label for messages)."""
 
 
 class Expander:
@@ -132,7 +51,7 @@ class Expander:
                 Diagnostic(self.main.file, 1, 1, "error", "the file has no `root` node", "no-root")
             )
             return None
-        stack = [(self.main.key, None, self.main.file)]
+        stack: Stack = [(self.main.key, None, self.main.file)]
         return self._node(root, self.main, ("root",), None, "root", KeyMap(), stack, "")
 
     # -- state and tools of every unit instance --------------------------------------------
@@ -157,7 +76,7 @@ class Expander:
         parent: str | None,
         default_id: str,
         keys: KeyMap,
-        stack: list[tuple[str, str | None, str]],
+        stack: Stack,
         scope: str,
     ) -> str | None:
         kind, config = self._models.unwrap(wrapper)
@@ -186,13 +105,7 @@ class Expander:
             if child is not None:
                 record.children.append(child)
             return node_id
-        children: list[tuple[DataPath, Any]] = []
-        fields = type(config).model_fields
-        if "children" in fields:
-            children = [(("children", i), c) for i, c in enumerate(config.children)]  # type: ignore[attr-defined]
-        elif "child" in fields:
-            children = [(("child",), config.child)]  # type: ignore[attr-defined]
-        for index, (sub, child) in enumerate(children):
+        for index, (sub, child) in enumerate(_child_nodes(config)):
             child_id = self._node(
                 child,
                 unit,
@@ -226,20 +139,20 @@ class Expander:
         self._names.add(name)
         return name
 
-    def _subtree(self, record: NodeRecord, stack: list[tuple[str, str | None, str]]) -> str | None:
-        config: SubtreeConfig = record.config  # type: ignore[assignment]
+    def _subtree(self, record: NodeRecord, stack: Stack) -> str | None:
+        config = record.config_as(SubtreeConfig)
         unit = record.unit
-        target = unit
+        target: Unit | None = unit
         if config.file is not None:
             path = Path(config.file)
             if not path.is_absolute():
                 path = unit.base_dir / path
             target, reason = self.loader.load_file(path)
-            if target is None:
-                if reason is not None:  # missing, or not a regular file of a sane size
-                    code = "include-missing" if reason.code == "file-missing" else "include-error"
-                    self.diagnostics.append(record.diagnostic(reason, code, ("file",)))
-                return None  # the file's own errors are in the loader's diagnostics
+            if reason is not None:  # missing, or not a regular file of a sane size
+                code = "include-missing" if reason.code == "file-missing" else "include-error"
+                self.diagnostics.append(record.diagnostic(reason, code, ("file",)))
+        if target is None:
+            return None  # the file's own errors are in the loader's diagnostics
         if config.tree is not None:
             wrapper = target.model.trees.get(config.tree)
             if wrapper is None:
@@ -290,3 +203,15 @@ class Expander:
             )
         finally:
             stack.pop()
+
+
+def _child_nodes(config: NodeConfig) -> list[tuple[DataPath, Any]]:
+    """A node's children with their paths below its config: its `children` list, or its `child`
+    (any kind, built-in or registered, has children by having such a field)."""
+    fields = type(config).model_fields
+    values = vars(config)  # a pydantic model keeps its fields' values in its __dict__
+    if "children" in fields:
+        return [(("children", index), child) for index, child in enumerate(values["children"])]
+    if "child" in fields:
+        return [(("child",), values["child"])]
+    return []

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import py_trees
 from py_trees.behaviour import Behaviour
+from py_trees.composites import Parallel, Selector, Sequence
+from py_trees.decorators import Decorator, Inverter, OneShot, Repeat, Retry, Timeout
 
 from jianmu_bt.loader.model import (
     BehaviourConfig,
+    DecoratorConfig,
     InverterConfig,
     OneShotConfig,
     ParallelConfig,
@@ -23,29 +25,35 @@ from jianmu_bt.loader.model import (
     SubtreeConfig,
     TimeoutConfig,
 )
-from jianmu_bt.loader.registry import NodeIO, NodeKind, NodeProblem, Outcome, register_kind
+from jianmu_bt.loader.node_facts import NodeIO, NodeProblem, Outcome
+from jianmu_bt.loader.registry import NodeKind, register_kind
+from jianmu_bt.tools.references import ReferenceProblem, resolve_reference
 
 if TYPE_CHECKING:
-    from jianmu_bt.loader.build import BuildContext
-    from jianmu_bt.loader.expand import NodeRecord
+    from jianmu_bt.loader.context import BuildContext
+    from jianmu_bt.loader.records import NodeRecord
 
 Children = list[Behaviour]
+Build = Callable[["NodeRecord", Children, "BuildContext"], Behaviour]
+Rule = Callable[[Any, list[Outcome]], Outcome]
+Namer = Callable[[Any], str]
 
 
 # --- composites -------------------------------------------------------------------------------
 
 
 def _composite(
-    cls: type[py_trees.composites.Sequence | py_trees.composites.Selector],
-) -> Callable[[NodeRecord, Children, BuildContext], Behaviour]:
+    cls: type[Sequence | Selector],
+    model: type[SequenceConfig | SelectorConfig],
+) -> Build:
     def build(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
-        return cls(record.name, memory=record.config.memory, children=children)
+        return cls(record.name, memory=record.config_as(model).memory, children=children)
 
     return build
 
 
 def _parallel(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
-    config: ParallelConfig = record.config  # type: ignore[assignment]
+    config = record.config_as(ParallelConfig)
     policies = py_trees.common.ParallelPolicy
     policy: py_trees.common.ParallelPolicy.Base
     if config.policy == "all":
@@ -55,7 +63,7 @@ def _parallel(record: NodeRecord, children: Children, ctx: BuildContext) -> Beha
     else:
         chosen = [children[i] for i in config.selected or ()]
         policy = policies.SuccessOnSelected(chosen, synchronise=config.synchronise)
-    return py_trees.composites.Parallel(record.name, policy=policy, children=children)
+    return Parallel(record.name, policy=policy, children=children)
 
 
 def _sequence_outcome(config: Any, children: list[Outcome]) -> Outcome:
@@ -79,13 +87,13 @@ def _parallel_outcome(config: Any, children: list[Outcome]) -> Outcome:
     )
 
 
-def _fixed_name(title: str) -> Callable[[Any], str]:
+def _fixed_name(title: str) -> Namer:
     return lambda config: title
 
 
 for _kind, _config, _build, _outcome in (
-    ("sequence", SequenceConfig, _composite(py_trees.composites.Sequence), _sequence_outcome),
-    ("selector", SelectorConfig, _composite(py_trees.composites.Selector), _selector_outcome),
+    ("sequence", SequenceConfig, _composite(Sequence, SequenceConfig), _sequence_outcome),
+    ("selector", SelectorConfig, _composite(Selector, SelectorConfig), _selector_outcome),
     ("parallel", ParallelConfig, _parallel, _parallel_outcome),
 ):
     register_kind(
@@ -103,13 +111,20 @@ for _kind, _config, _build, _outcome in (
 # --- decorators -------------------------------------------------------------------------------
 
 
-def _decorator(
-    cls: type[py_trees.decorators.Decorator], **fixed: Any
-) -> Callable[[NodeRecord, Children, BuildContext], Behaviour]:
+def _decorator(cls: type[Decorator], convert: Callable[[str, Any], Any] | None = None) -> Build:
+    """A builder of `cls` around the one child, given the config's own keys (beyond those of
+    every decorator) as keyword arguments, each through `convert(key, value)` when given."""
+
     def build(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
-        return cls(
-            name=record.name, child=children[0], **{k: f(record.config) for k, f in fixed.items()}
-        )
+        config = record.config
+        own = {
+            key: getattr(config, key)
+            for key in type(config).model_fields
+            if key not in DecoratorConfig.model_fields
+        }
+        if convert is not None:
+            own = {key: convert(key, value) for key, value in own.items()}
+        return cls(name=record.name, child=children[0], **own)
 
     return build
 
@@ -118,7 +133,7 @@ def _same(config: Any, children: list[Outcome]) -> Outcome:
     return children[0] if children else Outcome()
 
 
-def _fixed(succeed: bool | None, fail: bool | None) -> Callable[[Any, list[Outcome]], Outcome]:
+def _fixed(succeed: bool | None, fail: bool | None) -> Rule:
     """An outcome rule: True/False force a possibility, None keeps the child's."""
 
     def outcome(config: Any, children: list[Outcome]) -> Outcome:
@@ -136,67 +151,47 @@ def _inverted(config: Any, children: list[Outcome]) -> Outcome:
     return Outcome(can_succeed=child.can_fail, can_fail=child.can_succeed)
 
 
-def _one_shot_policy(config: OneShotConfig) -> py_trees.common.OneShotPolicy:
-    if config.policy == "on_completion":
+def _one_shot_policy(key: str, value: Any) -> Any:
+    if key != "policy":
+        return value
+    if value == "on_completion":
         return py_trees.common.OneShotPolicy.ON_COMPLETION
     return py_trees.common.OneShotPolicy.ON_SUCCESSFUL_COMPLETION
 
 
-register_kind(
-    NodeKind(
-        "retry",
-        RetryConfig,
-        "decorator",
-        _decorator(py_trees.decorators.Retry, num_failures=lambda c: c.num_failures),
-        outcome=_same,
-        default_name=lambda c: f"Retry x{c.num_failures}",
+def _repeat_name(config: RepeatConfig) -> str:
+    return "Repeat forever" if config.num_success < 0 else f"Repeat x{config.num_success}"
+
+
+def _timeout_name(config: TimeoutConfig) -> str:
+    return f"Timeout {config.duration:g}s"
+
+
+def _register_decorator(
+    name: str,
+    config: type[DecoratorConfig],
+    build: Build,
+    outcome: Rule,
+    default_name: Namer,
+) -> None:
+    register_kind(
+        NodeKind(name, config, "decorator", build, outcome=outcome, default_name=default_name)
     )
-)
-register_kind(
-    NodeKind(
-        "timeout",
-        TimeoutConfig,
-        "decorator",
-        _decorator(py_trees.decorators.Timeout, duration=lambda c: c.duration),
-        outcome=_fixed(None, True),
-        default_name=lambda c: f"Timeout {c.duration:g}s",
-    )
-)
-register_kind(
-    NodeKind(
-        "repeat",
-        RepeatConfig,
-        "decorator",
-        _decorator(py_trees.decorators.Repeat, num_success=lambda c: c.num_success),
-        outcome=_same,
-        default_name=lambda c: (
-            "Repeat forever" if c.num_success < 0 else f"Repeat x{c.num_success}"
-        ),
-    )
-)
-register_kind(
-    NodeKind(
-        "inverter",
-        InverterConfig,
-        "decorator",
-        _decorator(py_trees.decorators.Inverter),
-        outcome=_inverted,
-        default_name=lambda c: "Not",
-    )
-)
-register_kind(
-    NodeKind(
-        "oneshot",
-        OneShotConfig,
-        "decorator",
-        _decorator(py_trees.decorators.OneShot, policy=_one_shot_policy),
-        outcome=_same,
-        default_name=lambda c: "Once",
-    )
-)
+
+
+# kind -> (config, builder, outcome rule, default name)
+_DECORATORS: dict[str, tuple[type[DecoratorConfig], Build, Rule, Namer]] = {
+    "retry": (RetryConfig, _decorator(Retry), _same, lambda c: f"Retry x{c.num_failures}"),
+    "timeout": (TimeoutConfig, _decorator(Timeout), _fixed(None, True), _timeout_name),
+    "repeat": (RepeatConfig, _decorator(Repeat), _same, _repeat_name),
+    "inverter": (InverterConfig, _decorator(Inverter), _inverted, _fixed_name("Not")),
+    "oneshot": (OneShotConfig, _decorator(OneShot, _one_shot_policy), _same, _fixed_name("Once")),
+}
+for _name, (_model, _builder, _rule, _title) in _DECORATORS.items():
+    _register_decorator(_name, _model, _builder, _rule, _title)
 
 # name -> (py_trees class, can succeed, can fail) with None = as the child
-_CONVERTERS: dict[str, tuple[type[py_trees.decorators.Decorator], bool | None, bool | None]] = {
+_CONVERTERS: dict[str, tuple[type[Decorator], bool | None, bool | None]] = {
     "failure_is_success": (py_trees.decorators.FailureIsSuccess, True, False),
     "failure_is_running": (py_trees.decorators.FailureIsRunning, None, False),
     "success_is_failure": (py_trees.decorators.SuccessIsFailure, False, True),
@@ -205,20 +200,17 @@ _CONVERTERS: dict[str, tuple[type[py_trees.decorators.Decorator], bool | None, b
     "running_is_success": (py_trees.decorators.RunningIsSuccess, True, None),
 }
 for _name, (_cls, _ok, _fail) in _CONVERTERS.items():
-    _config = type(
+    _converter: type[StatusConverterConfig] = type(
         "".join(p.title() for p in _name.split("_")) + "Config",
         (StatusConverterConfig,),
         {"__doc__": f"{_name.replace('_', ' ').capitalize()} (py_trees {_cls.__name__})."},
     )
-    register_kind(
-        NodeKind(
-            _name,
-            _config,
-            "decorator",
-            _decorator(_cls),
-            outcome=_fixed(_ok, _fail),
-            default_name=_fixed_name(_name.replace("_", " ").capitalize()),
-        )
+    _register_decorator(
+        _name,
+        _converter,
+        _decorator(_cls),
+        _fixed(_ok, _fail),
+        _fixed_name(_name.replace("_", " ").capitalize()),
     )
 
 
@@ -227,7 +219,7 @@ for _name, (_cls, _ok, _fail) in _CONVERTERS.items():
 
 def _subtree(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
     # A one-child Sequence: transparent to the outcome, and a box for the subtree in displays.
-    return py_trees.composites.Sequence(record.name, memory=True, children=children)
+    return Sequence(record.name, memory=True, children=children)
 
 
 def _subtree_name(config: SubtreeConfig) -> str:
@@ -251,19 +243,10 @@ register_kind(
 
 def load_behaviour_class(spec: str) -> type[Behaviour]:
     """The py_trees Behaviour class at 'module:Class' (NodeProblem when it is not one)."""
-    module_name, _, attr = spec.partition(":")
     try:
-        value: Any = importlib.import_module(module_name)
-    except Exception as exc:
-        raise NodeProblem(
-            f"cannot import '{spec}': {type(exc).__name__}: {exc}", ("class",), code="import-error"
-        ) from None
-    for part in attr.split("."):
-        if not hasattr(value, part):
-            raise NodeProblem(
-                f"'{module_name}' has no attribute '{part}'", ("class",), code="import-error"
-            )
-        value = getattr(value, part)
+        value = resolve_reference(spec)
+    except ReferenceProblem as exc:
+        raise NodeProblem(str(exc), ("class",), code="import-error") from None
     if not (inspect.isclass(value) and issubclass(value, Behaviour)):
         raise NodeProblem(
             f"'{spec}' is not a py_trees Behaviour class (got {type(value).__name__})",
@@ -274,7 +257,7 @@ def load_behaviour_class(spec: str) -> type[Behaviour]:
 
 
 def _behaviour(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
-    config: BehaviourConfig = record.config  # type: ignore[assignment]
+    config = record.config_as(BehaviourConfig)
     cls = load_behaviour_class(config.class_)
     try:
         return cls(name=record.name, **config.args)

@@ -369,3 +369,8 @@ class TreeFileBase(BaseModel):
     )
     llm: LLMConfig | None = Field(None, description="The LLM provider of the tree.")
     guard: GuardConfig | None = Field(None, description="The guard of the tree.")
+
+    if TYPE_CHECKING:
+        # The registry's file model adds these, typed by the union of the registered kinds.
+        trees: dict[str, Node]
+        root: Node | None

@@ -9,30 +9,32 @@ so `register_kind` is all a new kind needs:
 ```python
 register_kind(NodeKind("wait", WaitConfig, "action", build=build_wait))
 ```
+The registry imports no kind: the kinds register themselves. The built-in ones live in
+`kinds_flow` and `kinds_work`, imported (so registered) by `jianmu_bt.loader.kinds`, which the
+loader's entry points import before anything asks the registry.
 """
 
 from __future__ import annotations
 
-import importlib
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, create_model, model_validator
 from pydantic_core import PydanticCustomError
 
-from jianmu_bt.loader.diagnostics import did_you_mean, quote_list
+from jianmu_bt.loader.diagnostics import quote_list
 from jianmu_bt.loader.model import NodeConfig, TreeFileBase, TreeName
+from jianmu_bt.loader.node_facts import EITHER, NodeIO, Outcome
+from jianmu_bt.tools.references import did_you_mean
 
 if TYPE_CHECKING:
-    import py_trees
+    from py_trees.behaviour import Behaviour
 
-    from jianmu_bt.loader.build import BuildContext
-    from jianmu_bt.loader.expand import NodeRecord
-
-Path = tuple[str | int, ...]
+    from jianmu_bt.loader.context import BuildContext
+    from jianmu_bt.loader.records import NodeRecord
 
 CATEGORIES = ("composite", "decorator", "action", "condition", "agent", "subtree", "behaviour")
 """Display categories (the DOT writer picks shapes by category)."""
@@ -40,49 +42,8 @@ CATEGORIES = ("composite", "decorator", "action", "condition", "agent", "subtree
 INVALID_TAG = "__invalid_node__"
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """What a node can end in, as far as the file tells: used to find unreachable children."""
-
-    can_succeed: bool = True
-    can_fail: bool = True
-
-
-EITHER = Outcome()
-
-
-@dataclass
-class NodeIO:
-    """The state keys a node reads and writes (its own, un-remapped names), with where each is
-    named in its config (a path below the config), and the literal values it writes."""
-
-    reads: dict[str, Path] = field(default_factory=dict)
-    writes: dict[str, Path] = field(default_factory=dict)
-    literal_writes: list[tuple[str, Any, Path]] = field(default_factory=list)
-    text_writes: list[tuple[str, Path]] = field(default_factory=list)
-    copies: list[tuple[str, str, Path]] = field(default_factory=list)
-    tools: list[tuple[str, Path]] = field(default_factory=list)
-    output_tool: str | None = None
-
-
-class NodeProblem(Exception):
-    """A problem with one node's config found while analysing or building it.
-
-    `path` is below the node's config (e.g. `("check",)`); `offset` a character offset inside
-    that (one-line) value, when the problem is at a known place in it.
-    """
-
-    def __init__(
-        self, message: str, path: Path = (), *, code: str = "invalid-node", offset: int = -1
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.path = path
-        self.code = code
-        self.offset = offset
-
-
-Builder = Callable[["NodeRecord", list["py_trees.behaviour.Behaviour"], "BuildContext"], Any]
+Builder = Callable[["NodeRecord", list["Behaviour"], "BuildContext"], Any]
+"""`build(record, children, ctx)`: the py_trees behaviour of one node, its children built."""
 
 
 def _no_io(config: Any) -> NodeIO:
@@ -131,7 +92,6 @@ NODE_KINDS: Mapping[str, str] = MappingProxyType(_categories)
 
 _lock = threading.RLock()
 _models: Models | None = None
-_builtins_loaded = False
 
 
 def register_kind(kind: NodeKind, *, replace: bool = False) -> None:
@@ -149,25 +109,13 @@ def register_kind(kind: NodeKind, *, replace: bool = False) -> None:
         _models = None
 
 
-def _ensure_builtins() -> None:
-    global _builtins_loaded
-    if not _builtins_loaded:
-        with _lock:
-            if not _builtins_loaded:
-                _builtins_loaded = True
-                importlib.import_module("jianmu_bt.loader.kinds_flow")
-                importlib.import_module("jianmu_bt.loader.kinds_work")
-
-
 def get_kind(name: str) -> NodeKind | None:
     """The registered kind called `name`, or None."""
-    _ensure_builtins()
     return _kinds.get(name)
 
 
 def node_kinds() -> dict[str, str]:
     """Every registered node kind -> its display category, in registration order."""
-    _ensure_builtins()
     return dict(_categories)
 
 
@@ -191,7 +139,6 @@ class Models:
 def models() -> Models:
     """The node union and the file model for the kinds registered now (built once, cached)."""
     global _models
-    _ensure_builtins()
     with _lock:
         if _models is None:
             _models = _build_models(dict(_kinds))
@@ -295,11 +242,12 @@ def _build_models(kinds: dict[str, NodeKind]) -> Models:
             __doc__=f"A `{name}` node ({kind.category}).",
             **{name: (kind.config, Field(description=kind.description or None))},  # type: ignore[call-overload]
         )
-        wrapper.__jianmu_kind__ = name  # type: ignore[attr-defined]
+        wrapper.__jianmu_kind__ = name
         wrappers[name] = wrapper
     members = [Annotated[w, Tag(name)] for name, w in wrappers.items()]
     members.append(Annotated[InvalidNode, Tag(INVALID_TAG)])
-    node = Annotated[Union[tuple(members)], Discriminator(_node_tag)]  # noqa: UP007
+    # Built at run time from the registered kinds: a value to pydantic, no type to mypy.
+    node: Any = Annotated[Union[tuple(members)], Discriminator(_node_tag)]  # noqa: UP007
     namespace = {"Node": node}
     for kind in kinds.values():
         for cls in reversed(kind.config.__mro__):

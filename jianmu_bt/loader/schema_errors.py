@@ -15,9 +15,10 @@ from typing import Annotated, Any, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from jianmu_bt.loader.diagnostics import Diagnostic, did_you_mean, quote_list
+from jianmu_bt.loader.diagnostics import Diagnostic, quote_list
 from jianmu_bt.loader.positions import Path, SourceMap, child_value
 from jianmu_bt.loader.registry import INVALID_TAG, node_kinds
+from jianmu_bt.tools.references import did_you_mean
 
 _TOOL_TAGS = {"name", "builtin", "python", "mcp", "invalid"}
 

@@ -17,8 +17,8 @@ import anyio
 import anyio.from_thread
 from py_trees.common import Status
 
-from jianmu_bt.loader.build import Binding
-from jianmu_bt.loader.tools_config import ToolCatalog
+from jianmu_bt.loader.catalog import ToolCatalog
+from jianmu_bt.loader.context import Binding
 from jianmu_bt.runtime import RunResult, TreeRunner
 from jianmu_bt.tools import ToolSet
 

@@ -24,7 +24,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError, create_model
 
 from jianmu_bt.loader.diagnostics import Diagnostic
-from jianmu_bt.loader.expand import StateDeclaration
+from jianmu_bt.loader.records import StateDeclaration
 from jianmu_bt.runtime.reducers import Reducer
 from jianmu_bt.runtime.state_schema import AgentState, describe_type
 

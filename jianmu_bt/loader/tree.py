@@ -13,31 +13,57 @@ answer a guard's held calls with `approve` / `reject`; draw it with `to_dot`.
 from __future__ import annotations
 
 import copy
+import functools
+import inspect
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Concatenate, ParamSpec
 
+import anyio
 import anyio.to_thread
 import py_trees
 from py_trees.common import Status
 
 from jianmu_bt.loader.diagnostics import Diagnostic
+from jianmu_bt.loader.durable import DurableRun, as_store
 from jianmu_bt.loader.model import TreeFileBase
 from jianmu_bt.loader.node_info import NodeInfo, node_info
-from jianmu_bt.loader.session import LoadedRunner
+from jianmu_bt.loader.session import LoadedRunner, ProviderSession
 from jianmu_bt.loader.state_model import StateInfo
 from jianmu_bt.runtime import EventBus, RunResult, StateManager
 from jianmu_bt.runtime.context import new_run_id as new_run_id_for
-from jianmu_bt.store import RunStore
+from jianmu_bt.store import RunRecord, RunStore
 from jianmu_bt.tools import ToolSet
 
-if TYPE_CHECKING:
-    from jianmu_bt.loader.durable import DurableRun
+P = ParamSpec("P")
 
 
 class TreeInputError(ValueError):
     """A run was started without a value for a field the file marks `input: true`."""
+
+
+def _blocking(
+    method: Callable[Concatenate[Tree, P], Awaitable[RunResult]],
+) -> Callable[Concatenate[Tree, P], RunResult]:
+    """The blocking twin of an async Tree method (`arun` -> `run`): the same arguments, run in
+    the tree's tick loop when `tick()` started one, else in a new event loop."""
+
+    def blocking(self: Tree, /, *args: P.args, **kwargs: P.kwargs) -> RunResult:
+        work = functools.partial(method, self, *args, **kwargs)
+        if self.runner.has_background_loop:
+            result: RunResult = self.runner.background_loop().call(work)
+            return result
+        return anyio.run(work)
+
+    functools.update_wrapper(blocking, method)
+    name = method.__name__.removeprefix("a")
+    blocking.__name__, blocking.__qualname__ = name, f"Tree.{name}"
+    own = inspect.cleandoc(method.__doc__ or "")
+    blocking.__doc__ = (
+        f"Blocking form of `{method.__name__}` (for code outside an event loop).\n\n{own}"
+    )
+    return blocking
 
 
 class Tree:
@@ -87,8 +113,18 @@ class Tree:
     @property
     def toolset(self) -> ToolSet:
         """All tools of the tree (with the providers' tools while they are running)."""
-        session = self.runner.session
+        session = self.providers
         return session.toolset if session.toolset is not None else session.catalog.toolset()
+
+    @property
+    def providers(self) -> ProviderSession:
+        """The tree's tool providers (its `mcp:` servers, ...), for using its tools outside a run.
+
+        A run starts and closes them itself. To serve or call the tree's tools without running
+        it: `if tree.providers.needed: await tree.providers.open()`, use `tree.toolset`, then
+        `await tree.providers.close()` (in the same event loop).
+        """
+        return self.runner.session
 
     @property
     def nodes(self) -> dict[str, py_trees.behaviour.Behaviour]:
@@ -137,26 +173,6 @@ class Tree:
         self._check_open()
         return self.runner.tick()
 
-    def run(
-        self,
-        inputs: Mapping[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        store: RunStore | str | Path | None = None,
-        run_id: str | None = None,
-        hold: str = "wait",
-    ) -> RunResult:
-        """Run to the root's first SUCCESS or FAILURE (or `timeout` seconds); blocking.
-
-        Every run is a new run with its own id (`run_id`, or a fresh one), starting from the
-        tree's initial state plus `inputs` (values set on `tree.state` before the first run
-        count as inputs). With a `store` (a RunStore, an SQLite file path or a PostgreSQL URL)
-        the run is durable: recorded there, resumable with `resume` after a pause or a crash.
-        `hold` is what a call held for approval does: "wait" in this process, or "pause" the
-        run (the result's `run_status` is then "paused").
-        """
-        return self._drive(self._begin(inputs, store, run_id, hold), timeout)
-
     async def arun(
         self,
         inputs: Mapping[str, Any] | None = None,
@@ -166,28 +182,18 @@ class Tree:
         run_id: str | None = None,
         hold: str = "wait",
     ) -> RunResult:
-        """`run` in this event loop."""
-        return await self._adrive(self._begin(inputs, store, run_id, hold), timeout)
+        """Run to the root's first SUCCESS or FAILURE (or `timeout` seconds).
 
-    def resume(
-        self,
-        run_id: str,
-        *,
-        store: RunStore | str | Path,
-        approve: Iterable[str] = (),
-        deny: Iterable[str] = (),
-        hold: str = "wait",
-        timeout: float | None = None,
-    ) -> RunResult:
-        """Continue a durable run in this process from its journal; blocking.
-
-        Steps that finished are not run again (their results come from the journal). `approve`
-        and `deny` decide calls that wait (call ids, or "all" to approve every one): an approved
-        held call runs, an approved call in doubt runs again, a denied held call is `denied` and a
-        denied call in doubt `skipped` (the node sees a failed result). Raises DurableRunError
-        for a finished run, a changed tree or a run another process holds.
+        Every run is a new run with its own id (`run_id`, or a fresh one), starting from the
+        tree's initial state plus `inputs` (values set on `tree.state` before the first run
+        count as inputs). With a `store` (a RunStore, an SQLite file path or a PostgreSQL URL)
+        the run is durable: recorded there, resumable with `resume` after a pause or a crash.
+        `hold` is what a call held for approval does: "wait" in this process, or "pause" the
+        run (the result's `run_status` is then "paused").
         """
-        return self._drive(self._resume(run_id, store, approve, deny, hold), timeout)
+        return await self._drive(self._begin(inputs, store, run_id, hold), timeout)
+
+    run = _blocking(arun)
 
     async def aresume(
         self,
@@ -199,8 +205,17 @@ class Tree:
         hold: str = "wait",
         timeout: float | None = None,
     ) -> RunResult:
-        """`resume` in this event loop."""
-        return await self._adrive(self._resume(run_id, store, approve, deny, hold), timeout)
+        """Continue a durable run in this process from its journal.
+
+        Steps that finished are not run again (their results come from the journal). `approve`
+        and `deny` decide calls that wait (call ids, or "all" to approve every one): an approved
+        held call runs, an approved call in doubt runs again, a denied held call is `denied` and a
+        denied call in doubt `skipped` (the node sees a failed result). Raises DurableRunError
+        for a finished run, a changed tree or a run another process holds.
+        """
+        return await self._drive(self._resume(run_id, store, approve, deny, hold), timeout)
+
+    resume = _blocking(aresume)
 
     def fork(
         self,
@@ -215,9 +230,6 @@ class Tree:
         """Time travel: a new run that continues `run_id` from an earlier checkpoint of its
         history (`store.history(run_id)`): the steps up to that checkpoint are taken from the
         journal, everything after it runs anew."""
-        from jianmu_bt.loader.durable import as_store
-        from jianmu_bt.store import RunRecord
-
         runs = as_store(store, create=False)
         source = runs.get_run(run_id)
         now = time.time()
@@ -249,8 +261,6 @@ class Tree:
             self.state.update(inputs)
         if store is None:
             return None
-        from jianmu_bt.loader.durable import DurableRun, as_store
-
         durable = DurableRun(self, as_store(store), self.runner.context.run_id, hold)
         durable.start(self.state.snapshot())
         return durable
@@ -263,27 +273,15 @@ class Tree:
         deny: Iterable[str],
         hold: str,
     ) -> DurableRun:
-        from jianmu_bt.loader.durable import DurableRun, as_store
-
         self._check_open()
         self._fresh(run_id)
         durable = DurableRun(self, as_store(store, create=False), run_id, hold)
         durable.resume(approve, deny)
         return durable
 
-    def _drive(self, durable: DurableRun | None, timeout: float | None) -> RunResult:
-        """Run the tree (blocking); a durable run records how it ended, or lets its lease go
-        when the run raised (it stays resumable)."""
-        try:
-            result = self.runner.run(None, timeout=timeout)
-        except BaseException:
-            if durable is not None:
-                durable.abandon()
-            raise
-        return result if durable is None else durable.finish(result)
-
-    async def _adrive(self, durable: DurableRun | None, timeout: float | None) -> RunResult:
-        """`_drive` in this event loop."""
+    async def _drive(self, durable: DurableRun | None, timeout: float | None) -> RunResult:
+        """Run the tree; a durable run records how it ended, or lets its lease go when the run
+        raised (it stays resumable)."""
         try:
             result = await self.runner.arun(None, timeout=timeout)
         except BaseException:

@@ -1,4 +1,5 @@
-"""Units: one tree file (or YAML text) parsed, validated and kept with its positions.
+"""The read and model stages: one tree file (or YAML text) read, parsed with positions and
+validated against the registry's file model, kept as a `Unit` (see `records`).
 
 `UnitLoader` loads the main source and every file a `subtree` includes, each once (by resolved
 path), collecting every file's diagnostics. Only regular files are read, and at most
@@ -10,17 +11,18 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
-from jianmu_bt.loader.diagnostics import TEXT_SOURCE, Diagnostic
-from jianmu_bt.loader.model import TreeFileBase
-from jianmu_bt.loader.positions import SourceMap, parse_yaml
+from jianmu_bt.loader.diagnostics import Diagnostic
+from jianmu_bt.loader.positions import parse_yaml
+from jianmu_bt.loader.records import Unit
 from jianmu_bt.loader.registry import models
 from jianmu_bt.loader.schema_errors import validation_diagnostics
+
+TEXT_SOURCE = "<string>"
+"""The file name shown for a tree given as YAML text."""
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 """Largest tree file read (a bigger one is almost certainly not a tree file); also the largest
@@ -101,24 +103,6 @@ def read_tree_file(path: Path, limit: int | None = None) -> str:
         os.close(fd)
     text = b"".join(chunks).decode("utf-8")
     return text.replace("\r\n", "\n").replace("\r", "\n")  # as `Path.read_text` reads it
-
-
-@dataclass
-class Unit:
-    """One validated tree file: where it is, its data, positions and model."""
-
-    file: str
-    path: Path | None
-    base_dir: Path
-    source: SourceMap
-    data: Any
-    model: TreeFileBase
-    key: str = ""
-    notes: list[Diagnostic] = field(default_factory=list)
-
-    def at(self, path: tuple[str | int, ...], *, key: bool = False) -> tuple[int, int]:
-        """Line and column of `path` in this file (of its key with `key=True`)."""
-        return self.source.key(path) if key else self.source.value(path)
 
 
 def resolved(path: Path) -> Path:
