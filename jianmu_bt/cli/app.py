@@ -12,7 +12,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from jianmu_bt import __version__
+from jianmu_bt._version import __version__
 from jianmu_bt.cli import (
     dot_command,
     mcp_command,

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jianmu_bt.cli.errors import CLIError
 from jianmu_bt.cli.loading import load_tree_file
 from jianmu_bt.cli.subcommand import add_command
+
+if TYPE_CHECKING:
+    from jianmu_bt.loader import Tree
 
 HELP = "serve tools over the Model Context Protocol"
 EPILOG = """\
@@ -62,7 +65,7 @@ def handle(args: argparse.Namespace) -> int:
             try:
                 # On SIGTERM/SIGINT the tree's providers are closed first, whatever serving
                 # is blocked on.
-                stop = tree.runner.session.close
+                stop = tree.providers.close
                 signum = anyio.run(
                     functools.partial(until_signalled, on_stop=stop), serve_tree, args, tree
                 )
@@ -77,7 +80,7 @@ def handle(args: argparse.Namespace) -> int:
     return exit_status(signum)
 
 
-async def serve_tree(args: argparse.Namespace, tree: Any) -> None:
+async def serve_tree(args: argparse.Namespace, tree: Tree) -> None:
     """Serve exactly the tree's tools under its whole guard.
 
     The tree's tool providers (its `mcp:` servers, ...) are started first, in this event loop,
@@ -88,7 +91,7 @@ async def serve_tree(args: argparse.Namespace, tree: Any) -> None:
     from jianmu_bt.mcp.cli import serve_from_args
     from jianmu_bt.mcp.guarded import EnforcerGuard
 
-    session = tree.runner.session  # the tree's providers (no public hook for this yet)
+    session = tree.providers
     try:
         if session.needed:
             try:

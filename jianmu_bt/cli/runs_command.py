@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jianmu_bt.cli.errors import CLIError
 from jianmu_bt.cli.stores import STORE_HELP, open_run_store, store_errors
 from jianmu_bt.cli.subcommand import add_command
+
+if TYPE_CHECKING:
+    from jianmu_bt.store import RunStore
 
 HELP = "list recorded runs, or show one (`jianmu runs show RUN_ID`)"
 EPILOG = """\
@@ -56,7 +59,7 @@ def _when(seconds: float) -> str:
     return datetime.datetime.fromtimestamp(seconds, datetime.UTC).isoformat(timespec="seconds")
 
 
-def _list(store: Any, as_json: bool) -> None:
+def _list(store: RunStore, as_json: bool) -> None:
     runs = store.runs()
     rows = [
         {
@@ -84,7 +87,7 @@ def _list(store: Any, as_json: bool) -> None:
 CALL_STATUS_SHOWN = {"approved": "held", "cancelled": "failed"}
 
 
-def run_document(store: Any, run_id: str) -> dict[str, Any]:
+def run_document(store: RunStore, run_id: str) -> dict[str, Any]:
     """A run as `jianmu runs show --json` prints it."""
     run = store.get_run(run_id)
     history = store.history(run_id)
@@ -122,7 +125,7 @@ def run_document(store: Any, run_id: str) -> dict[str, Any]:
     }
 
 
-def _show(store: Any, run_id: str, as_json: bool) -> None:
+def _show(store: RunStore, run_id: str, as_json: bool) -> None:
     document = run_document(store, run_id)
     if as_json:
         print(json.dumps(document, indent=2, default=str))

@@ -5,9 +5,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from jianmu_bt.cli.errors import CLIError
+
+if TYPE_CHECKING:
+    from jianmu_bt.store import JournalEntry, RunStore
 
 STORE_HELP = (
     "the run store: an SQLite file (default: .jianmu/runs.db under the current directory) "
@@ -16,7 +19,7 @@ STORE_HELP = (
 WAITING = ("held", "in_doubt")
 
 
-def open_run_store(location: str | None, *, create: bool) -> Any:
+def open_run_store(location: str | None, *, create: bool) -> RunStore:
     """The run store at `location` (default .jianmu/runs.db); CLIError when it cannot open."""
     from jianmu_bt.store import DEFAULT_STORE_PATH, open_store
 
@@ -36,7 +39,7 @@ def store_errors() -> Iterator[None]:
         raise CLIError(str(exc)) from None
 
 
-def waiting_calls(store: Any, run_id: str) -> list[Any]:
+def waiting_calls(store: RunStore, run_id: str) -> list[JournalEntry]:
     """The run's calls that wait for a decision (held or in doubt), in journal order."""
     return [
         entry for entry in store.journal(run_id) if entry.status in WAITING and entry.kind == "tool"

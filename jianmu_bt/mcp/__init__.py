@@ -8,54 +8,55 @@ raises MCPUnavailableError with the install command when it is missing.
 - `MCPToolProvider` / `MCPTool`: a server's tools as Tools; `merge_providers_tools` refuses clashes.
 - `build_mcp_server` / `serve`: a ToolSet as an MCP server; `python -m jianmu_bt.mcp serve`.
 - `EnforcerGuard`: a tree's GuardEnforcer over served calls (checked and counted).
+
+Each name is imported from its module on first use (`jianmu_bt._lazy`): the loader reading
+`jianmu_bt.mcp.config` does not pay for the client, the server or the command line.
 """
 
-from jianmu_bt.mcp.annotations import (
-    DESTRUCTIVE_TAG,
-    OPEN_WORLD_TAG,
-    annotation_hints,
-    effect_tags_from_annotations,
-    parallel_safe_from_annotations,
-)
-from jianmu_bt.mcp.cli import add_serve_arguments, load_toolset, serve_from_args
-from jianmu_bt.mcp.client import MCPClient
-from jianmu_bt.mcp.config import MCPServerConfig
-from jianmu_bt.mcp.errors import (
-    MCPClientError,
-    MCPConnectionError,
-    MCPTimeoutError,
-    MCPUnavailableError,
-    ToolNameClashError,
-)
-from jianmu_bt.mcp.guarded import EnforcerGuard, ServedCallGuard
-from jianmu_bt.mcp.provider import MCPTool, MCPToolProvider, local_tool_name, merge_providers_tools
-from jianmu_bt.mcp.results import call_result_to_tool_result
-from jianmu_bt.mcp.server import Guard, build_mcp_server, serve
+from __future__ import annotations
 
-__all__ = [
-    "DESTRUCTIVE_TAG",
-    "OPEN_WORLD_TAG",
-    "EnforcerGuard",
-    "Guard",
-    "MCPClient",
-    "MCPClientError",
-    "MCPConnectionError",
-    "MCPServerConfig",
-    "MCPTimeoutError",
-    "MCPTool",
-    "MCPToolProvider",
-    "MCPUnavailableError",
-    "ServedCallGuard",
-    "ToolNameClashError",
-    "add_serve_arguments",
-    "annotation_hints",
-    "build_mcp_server",
-    "call_result_to_tool_result",
-    "effect_tags_from_annotations",
-    "load_toolset",
-    "local_tool_name",
-    "merge_providers_tools",
-    "parallel_safe_from_annotations",
-    "serve",
-    "serve_from_args",
-]
+from typing import TYPE_CHECKING
+
+from jianmu_bt._lazy import lazy_exports
+
+if TYPE_CHECKING:  # what type checkers and IDEs see
+    from jianmu_bt.mcp.annotations import (
+        DESTRUCTIVE_TAG as DESTRUCTIVE_TAG,
+        OPEN_WORLD_TAG as OPEN_WORLD_TAG,
+        annotation_hints as annotation_hints,
+        effect_tags_from_annotations as effect_tags_from_annotations,
+        parallel_safe_from_annotations as parallel_safe_from_annotations,
+    )
+    from jianmu_bt.mcp.cli import (
+        add_serve_arguments as add_serve_arguments,
+        load_toolset as load_toolset,
+        serve_from_args as serve_from_args,
+    )
+    from jianmu_bt.mcp.client import MCPClient as MCPClient
+    from jianmu_bt.mcp.config import MCPServerConfig as MCPServerConfig
+    from jianmu_bt.mcp.errors import (
+        MCPClientError as MCPClientError,
+        MCPConnectionError as MCPConnectionError,
+        MCPTimeoutError as MCPTimeoutError,
+        MCPUnavailableError as MCPUnavailableError,
+        ToolNameClashError as ToolNameClashError,
+    )
+    from jianmu_bt.mcp.guarded import (
+        EnforcerGuard as EnforcerGuard,
+        ServedCallGuard as ServedCallGuard,
+    )
+    from jianmu_bt.mcp.provider import (
+        MCPTool as MCPTool,
+        MCPToolProvider as MCPToolProvider,
+        local_tool_name as local_tool_name,
+        merge_providers_tools as merge_providers_tools,
+    )
+    from jianmu_bt.mcp.results import call_result_to_tool_result as call_result_to_tool_result
+    from jianmu_bt.mcp.server import (
+        Guard as Guard,
+        build_mcp_server as build_mcp_server,
+        serve as serve,
+    )
+
+
+__getattr__, __dir__ = lazy_exports(__name__, globals())

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import os
 import signal
 import sys
@@ -32,10 +31,11 @@ from jianmu_bt.mcp.server import (
     DEFAULT_PORT,
     AnyGuard,
     announce,
+    serve as serve_toolset,
 )
-from jianmu_bt.mcp.server import serve as serve_toolset
 from jianmu_bt.tools.base import Tool
 from jianmu_bt.tools.function_tool import FunctionTool
+from jianmu_bt.tools.references import ReferenceProblem, resolve_reference
 from jianmu_bt.tools.registry import (
     BuiltinToolProvider,
     ToolUnavailableError,
@@ -74,18 +74,10 @@ def _tools_from_object(spec: str, value: Any) -> list[Tool]:
 
 def load_python_tools(spec: str) -> list[Tool]:
     """The tools named by a `module:attr` spec (the attribute may be dotted)."""
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise ToolSpecError(f"'{spec}' is not of the form module:attribute")
     try:
-        value: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ToolSpecError(f"'{spec}': cannot import module '{module_name}': {exc}") from exc
-    for part in attr.split("."):
-        try:
-            value = getattr(value, part)
-        except AttributeError:
-            raise ToolSpecError(f"'{spec}': module '{module_name}' has no '{attr}'") from None
+        value = resolve_reference(spec)
+    except ReferenceProblem as problem:
+        raise ToolSpecError(str(problem)) from None
     return _tools_from_object(spec, value)
 
 

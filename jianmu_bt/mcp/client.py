@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
-from typing import IO, TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
@@ -35,12 +33,13 @@ from jianmu_bt.mcp.errors import (
     MCPTimeoutError,
     require_mcp,
 )
-from jianmu_bt.mcp.process_group import supported as process_groups_supported
-from jianmu_bt.mcp.stdio import StderrTail, stdio_transport
+from jianmu_bt.mcp.stdio import StderrTail
+from jianmu_bt.mcp.transports import open_transport
 
 if TYPE_CHECKING:
-    from mcp_types import CallToolResult, Implementation
-    from mcp_types import Tool as MCPToolSpec
+    from mcp import MCPError
+    from mcp_types import CallToolResult, Implementation, Tool as MCPToolSpec
+    from pydantic import ValidationError
 
 #: Extra seconds past a request's timeout before our own bound cancels it, in case the SDK's
 #: timeout cannot fire (for example a transport stuck before the request was written).
@@ -54,14 +53,25 @@ MAX_LIST_PAGES = 100
 _REQUEST_TIMEOUT = -32001
 _CONNECTION_CLOSED = -32000
 
+_Result = TypeVar("_Result")
+
 
 @functools.cache
-def _sdk_error_types() -> tuple[type[Exception], type[Exception]]:
+def _sdk_error_types() -> tuple[type[MCPError], type[ValidationError]]:
     """The SDK's MCPError and pydantic's ValidationError, imported once (the SDK is optional)."""
     from mcp import MCPError
     from pydantic import ValidationError
 
     return MCPError, ValidationError
+
+
+def _first_problem(exc: ValidationError) -> str:
+    """`where: what` for the first problem of a malformed result."""
+    errors = exc.errors()
+    if not errors:
+        return f"result: {exc}"
+    where = ".".join(str(part) for part in errors[0]["loc"])
+    return f"{where or 'result'}: {errors[0]['msg']}"
 
 
 class MCPClient:
@@ -133,22 +143,8 @@ class MCPClient:
         errlog: IO[Any] | None = None,
     ) -> MCPClient:
         """A client for a validated `MCPServerConfig` (or a mapping of its fields)."""
-        c = MCPServerConfig.coerce(config if isinstance(config, MCPServerConfig) else dict(config))
-        return cls(
-            command=c.command,
-            args=c.args,
-            env=c.env,
-            cwd=c.cwd,
-            url=c.url,
-            headers=c.headers,
-            name=c.name,
-            timeout=c.timeout,
-            connect_timeout=c.connect_timeout,
-            stderr_limit=c.stderr_limit,
-            stop_grace=c.stop_grace,
-            mode=mode,
-            errlog=errlog,
-        )
+        options = MCPServerConfig.coerce(config).client_options()
+        return cls(**options, mode=mode, errlog=errlog)
 
     # -- identity and state ----------------------------------------------------------------
 
@@ -213,16 +209,15 @@ class MCPClient:
     async def list_tools(self) -> list[MCPToolSpec]:
         """Every tool the server offers (all pages), as the SDK's Tool models."""
         conn = await self._live_connection()
-        assert conn.session is not None
+        session = conn.require_session()
         from mcp_types import PaginatedRequestParams
 
         tools: list[MCPToolSpec] = []
         cursor: str | None = None
         for _ in range(MAX_LIST_PAGES):
             params = PaginatedRequestParams(cursor=cursor) if cursor else None
-            page = await self._request(
-                conn, "tools/list", lambda p=params: conn.session.list_tools(params=p), None
-            )
+            send = functools.partial(session.list_tools, params=params)
+            page = await self._request(conn, "tools/list", send, None)
             tools.extend(page.tools)
             cursor = page.next_cursor
             if not cursor:
@@ -244,16 +239,27 @@ class MCPClient:
         conn = await self._live_connection()
         limit = timeout if timeout is not None else self.config.timeout
         args = dict(arguments) if arguments is not None else None
-        return await self._request(
-            conn,
-            f"tools/call '{name}'",
-            lambda: conn.session.call_tool(name, args, read_timeout_seconds=limit),
-            limit,
+        what = f"tools/call '{name}'"
+        send = functools.partial(
+            conn.require_session().call_tool, name, args, read_timeout_seconds=limit
         )
+        result = await self._request(conn, what, send, limit)
+        from mcp_types import CallToolResult
+
+        if not isinstance(result, CallToolResult):  # the SDK raises for the other kinds today
+            raise MCPClientError(
+                f"MCP server '{self.name}' answered {what} with a {type(result).__name__}, "
+                "not a tool result"
+            )
+        return result
 
     async def _request(
-        self, conn: Connection, what: str, send: Callable[[], Any], timeout: float | None
-    ) -> Any:
+        self,
+        conn: Connection,
+        what: str,
+        send: Callable[[], Awaitable[_Result]],
+        timeout: float | None,
+    ) -> _Result:
         """Run one request with a timeout, translating every fault into an MCPClientError."""
         MCPError, ValidationError = _sdk_error_types()
         limit = self.config.timeout if timeout is None else timeout
@@ -280,11 +286,9 @@ class MCPClient:
                 f"MCP server '{self.name}' did not answer {what} within {limit}s"
             ) from None
         except ValidationError as exc:
-            first = exc.errors()[0] if exc.errors() else {}
-            where = ".".join(str(p) for p in first.get("loc", ()))
             raise MCPClientError(
                 f"MCP server '{self.name}' returned a malformed result for {what}: "
-                f"{where or 'result'}: {first.get('msg', exc)}"
+                f"{_first_problem(exc)}"
             ) from None
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             conn.lost = True
@@ -335,38 +339,7 @@ class MCPClient:
 
     def make_transport(self) -> Any:
         """The transport (an async context manager yielding the stream pair) for the config."""
-        config = self.config
-        if config.command is not None:
-            if process_groups_supported():
-                return stdio_transport(
-                    config,
-                    self._stderr,
-                    errlog=self._user_errlog,
-                    exit_grace=config.stop_grace,
-                    term_grace=config.stop_grace,
-                )
-            from mcp.client.stdio import StdioServerParameters, stdio_client
-
-            params = StdioServerParameters(
-                command=config.command, args=list(config.args), env=config.env, cwd=config.cwd
-            )
-            return stdio_client(params, errlog=self._user_errlog or sys.stderr)
-        return self._http_transport()
-
-    @asynccontextmanager
-    async def _http_transport(self) -> AsyncIterator[Any]:
-        import httpx2
-        from mcp.client.streamable_http import streamable_http_client
-
-        config = self.config
-        # Read stays long: a streamed response may stay open for a whole tool call; every
-        # request is bounded by its own timeout anyway.
-        timeout = httpx2.Timeout(config.connect_timeout, read=max(300.0, config.timeout * 2))
-        async with (
-            httpx2.AsyncClient(headers=config.headers or None, timeout=timeout) as http,
-            streamable_http_client(str(config.url), http_client=http) as streams,
-        ):
-            yield streams
+        return open_transport(self.config, self._stderr, self._user_errlog)
 
     def connect_error(self, exc: BaseException) -> MCPClientError:
         """A clear MCPClientError for a failure while connecting."""

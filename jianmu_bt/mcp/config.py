@@ -10,6 +10,7 @@ tools:
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -21,6 +22,8 @@ DEFAULT_CONNECT_TIMEOUT = 30.0
 DEFAULT_STDERR_LIMIT = 64 * 1024
 #: Seconds a stdio server gets to exit after its stdin closes, and again after SIGTERM.
 DEFAULT_STOP_GRACE = 2.0
+#: Fields that shape a provider's tool list rather than the connection.
+PROVIDER_FIELDS = frozenset({"prefix", "include"})
 
 
 class MCPServerConfig(BaseModel):
@@ -94,6 +97,10 @@ class MCPServerConfig(BaseModel):
         return str(self.url)
 
     @classmethod
-    def coerce(cls, value: MCPServerConfig | dict[str, Any]) -> MCPServerConfig:
+    def coerce(cls, value: MCPServerConfig | Mapping[str, Any]) -> MCPServerConfig:
         """A config from a config or a mapping (validated)."""
-        return value if isinstance(value, cls) else cls.model_validate(value)
+        return value if isinstance(value, cls) else cls.model_validate(dict(value))
+
+    def client_options(self) -> dict[str, Any]:
+        """The fields an MCPClient takes (all but the provider's `prefix` and `include`)."""
+        return self.model_dump(exclude=set(PROVIDER_FIELDS))

@@ -11,17 +11,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from jianmu_bt.mcp.errors import MCPClientError, MCPTimeoutError
+from jianmu_bt._version import __version__
+from jianmu_bt.mcp.config import MCPServerConfig
+from jianmu_bt.mcp.errors import MCPClientError, MCPConnectionError, MCPTimeoutError
 
 if TYPE_CHECKING:
     from mcp import ClientSession
     from mcp_types import Implementation
-
-    from jianmu_bt.mcp.client import MCPClient
 
 #: Longest wait for a connection to wind down (stdio: close stdin, a grace period, SIGTERM to the
 #: server's process group, another grace period, SIGKILL); beyond it the task is cancelled.
@@ -84,10 +84,41 @@ def root_cause(exc: BaseException) -> BaseException:
     return exc
 
 
+class ConnectionOwner(Protocol):
+    """What a Connection needs from the client that owns it (MCPClient is one)."""
+
+    @property
+    def name(self) -> str:
+        """The server's name in messages."""
+        ...
+
+    @property
+    def config(self) -> MCPServerConfig:
+        """How to reach the server (timeouts, stop grace, description for messages)."""
+        ...
+
+    @property
+    def mode(self) -> str:
+        """How the protocol version is negotiated ("auto" or "legacy")."""
+        ...
+
+    def make_transport(self) -> Any:
+        """A fresh SDK transport (an async context manager yielding the stream pair)."""
+        ...
+
+    def stderr_note(self) -> str:
+        """The server's stderr tail for an error message, or ""."""
+        ...
+
+    def connect_error(self, exc: BaseException) -> MCPClientError:
+        """A clear error for a failure while connecting."""
+        ...
+
+
 class Connection:
     """One live connection: a background asyncio task that holds the SDK client open."""
 
-    def __init__(self, owner: MCPClient) -> None:
+    def __init__(self, owner: ConnectionOwner) -> None:
         self.owner = owner
         self.session: ClientSession | None = None
         self.server_info: Implementation | None = None
@@ -102,6 +133,12 @@ class Connection:
     def usable(self) -> bool:
         """True while the handshake is done and the server has not gone away."""
         return self.session is not None and not self.lost
+
+    def require_session(self) -> ClientSession:
+        """The SDK session of this open connection (MCPConnectionError once it is gone)."""
+        if self.session is None:
+            raise MCPConnectionError(f"MCP server '{self.owner.name}' is not connected")
+        return self.session
 
     def _mark_lost(self) -> None:
         self.lost = True
@@ -147,7 +184,7 @@ class Connection:
                 read_timeout_seconds=self.owner.config.timeout,
                 mode=self.owner.mode,
                 cache=None,
-                client_info=Implementation(name="jianmu_bt", version=_version()),
+                client_info=Implementation(name="jianmu_bt", version=__version__),
             )
             async with client:
                 self.session = client.session
@@ -181,9 +218,3 @@ class Connection:
             if not done:
                 task.cancel()  # the transport's last resort still SIGKILLs the group
                 await asyncio.wait({task}, timeout=CLOSE_TIMEOUT)
-
-
-def _version() -> str:
-    from jianmu_bt import __version__
-
-    return __version__

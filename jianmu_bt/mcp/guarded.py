@@ -22,10 +22,11 @@ await serve(toolset, guard=guard)
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from jianmu_bt.guard.decision import Decision
-from jianmu_bt.guard.policy import tool_key
+from jianmu_bt.guard.decision import Decision, GuardVerdict
+from jianmu_bt.guard.names import tool_key
 from jianmu_bt.tools.base import Tool
 from jianmu_bt.tools.calls import ToolCall
 
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable
 
     from jianmu_bt.guard.context import GuardContext
-    from jianmu_bt.guard.decision import GuardVerdict
     from jianmu_bt.guard.enforcer import GuardEnforcer
 
 #: Why a call that needs a person's decision is refused when served.
@@ -86,11 +86,8 @@ class EnforcerGuard:
         # Without an id: served request ids repeat across clients, and a refused call must not
         # leave an approval request behind that nobody will ever answer.
         probe = ToolCall(name=call.name, arguments=call.arguments, id=None)
-        plan = self._plan()
-        try:
-            verdict = self.enforcer.check(probe, tool, plan)
-        except ValueError:  # PENDING needs a call id: the call would wait for a reviewer
-            return self._approval_refusal(probe, tool, plan)
+        verdicts = self.enforcer.policy_verdicts(probe, tool, self._plan())
+        verdict = self.enforcer.decide(probe, tool, [_cannot_wait(v) for v in verdicts])
         if verdict.allowed:
             self._running[id(call)] = (tool_key(call, tool), tuple(tool.effect_tags))
             return None
@@ -101,15 +98,16 @@ class EnforcerGuard:
         self._running.pop(id(call), None)
         self.enforcer.record(call, tool, True if ok is None else ok)
 
-    def _approval_refusal(self, call: ToolCall, tool: Tool, plan: GuardContext) -> str:
-        for policy in self.enforcer.policies:
-            try:
-                verdict = policy.check(call, tool, plan)
-            except Exception:  # the enforcer already logged it; any refusal will do here
-                continue
-            if verdict is not None and verdict.decision is Decision.PENDING:
-                return refusal_reason(verdict)
-        return f"the guard holds this call for a reviewer ({APPROVAL_NOTE})"
+
+def _cannot_wait(verdict: GuardVerdict) -> GuardVerdict:
+    """A served call cannot wait for a reviewer, so a hold (PENDING) is decided as CONFIRM.
+
+    Both need a person: the call is refused with the same note, and a grant still lifts either.
+    (The enforcer refuses to hold a call without an id, and the probe of a served call has none.)
+    """
+    if verdict.decision is Decision.PENDING:
+        return replace(verdict, decision=Decision.CONFIRM)
+    return verdict
 
 
 def refusal_reason(verdict: GuardVerdict) -> str:

@@ -113,9 +113,7 @@ class MCPToolProvider(BaseToolProvider):
     @classmethod
     def from_config(cls, config: MCPServerConfig | Mapping[str, Any]) -> MCPToolProvider:
         """A provider for one `mcp:` entry of a YAML `tools` list (validated)."""
-        cfg = MCPServerConfig.coerce(
-            config if isinstance(config, MCPServerConfig) else dict(config)
-        )
+        cfg = MCPServerConfig.coerce(config)
         return cls(
             MCPClient.from_config(cfg), server_name=cfg.name, prefix=cfg.prefix, include=cfg.include
         )

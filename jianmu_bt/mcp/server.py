@@ -23,6 +23,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal
 
+from jianmu_bt._version import __version__
 from jianmu_bt.mcp.annotations import tool_annotation_hints
 from jianmu_bt.mcp.errors import require_mcp
 from jianmu_bt.mcp.guarded import ServedCallGuard
@@ -61,7 +62,7 @@ def describe_tool(tool: Tool) -> Any:
         sent = tool.annotations
         annotations = types.ToolAnnotations.model_validate(sent) if sent is not None else None
     else:
-        annotations = types.ToolAnnotations(**tool_annotation_hints(tool))
+        annotations = types.ToolAnnotations.model_validate(tool_annotation_hints(tool))
     return types.Tool(
         name=tool.name,
         description=schema["description"] or None,
@@ -141,18 +142,12 @@ def build_mcp_server(
 
     return Server(
         name,
-        version=version or _version(),
+        version=version or __version__,
         instructions=instructions,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         get_tool_input_schema=schemas.get,
     )
-
-
-def _version() -> str:
-    from jianmu_bt import __version__
-
-    return __version__
 
 
 async def serve_stdio(server: Server) -> None:

@@ -3,77 +3,48 @@
 It knows nothing of trees, nodes, guards or tools. SQLite (one file, the default at
 `.jianmu/runs.db`) is embedded; PostgreSQL (`pip install 'jianmu-bt[postgres]'`) lets many
 processes or machines share runs. See docs/architecture.md, "Durable runs".
+
+Each name is imported from its module on first use (`jianmu_bt._lazy`): a node that needs a
+JournalEntry does not load the SQLite or PostgreSQL backends.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from jianmu_bt.store.base import RunStore
-from jianmu_bt.store.errors import (
-    CheckpointNotFoundError,
-    LeaseError,
-    LeaseLostError,
-    RunExistsError,
-    RunNotFoundError,
-    StoreCorruptError,
-    StoreError,
-    StoreFormatError,
-    StoreLockedError,
-    StoreNotFoundError,
-)
-from jianmu_bt.store.postgres import PostgresStore
-from jianmu_bt.store.records import (
-    CALL_KINDS,
-    CALL_STATUSES,
-    FINISHED,
-    RUN_STATUSES,
-    Checkpoint,
-    JournalEntry,
-    RunRecord,
-    digest_arguments,
-)
-from jianmu_bt.store.sqlite import SQLiteStore
-from jianmu_bt.store.sqlrows import FORMAT_VERSION
+from jianmu_bt._lazy import lazy_exports
 
-__all__ = [
-    "CALL_KINDS",
-    "CALL_STATUSES",
-    "DEFAULT_STORE_PATH",
-    "FINISHED",
-    "FORMAT_VERSION",
-    "RUN_STATUSES",
-    "Checkpoint",
-    "CheckpointNotFoundError",
-    "JournalEntry",
-    "LeaseError",
-    "LeaseLostError",
-    "PostgresStore",
-    "RunExistsError",
-    "RunNotFoundError",
-    "RunRecord",
-    "RunStore",
-    "SQLiteStore",
-    "StoreCorruptError",
-    "StoreError",
-    "StoreFormatError",
-    "StoreLockedError",
-    "StoreNotFoundError",
-    "digest_arguments",
-    "open_store",
-]
-
-DEFAULT_STORE_PATH = Path(".jianmu/runs.db")
-"""Where runs are kept when no store is named (relative to the working folder)."""
-
-_POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+if TYPE_CHECKING:  # what type checkers and IDEs see
+    from jianmu_bt.store.base import RunStore as RunStore
+    from jianmu_bt.store.errors import (
+        CheckpointNotFoundError as CheckpointNotFoundError,
+        LeaseError as LeaseError,
+        LeaseLostError as LeaseLostError,
+        RunExistsError as RunExistsError,
+        RunNotFoundError as RunNotFoundError,
+        StoreCorruptError as StoreCorruptError,
+        StoreError as StoreError,
+        StoreFormatError as StoreFormatError,
+        StoreLockedError as StoreLockedError,
+        StoreNotFoundError as StoreNotFoundError,
+    )
+    from jianmu_bt.store.opening import (
+        DEFAULT_STORE_PATH as DEFAULT_STORE_PATH,
+        open_store as open_store,
+    )
+    from jianmu_bt.store.postgres import PostgresStore as PostgresStore
+    from jianmu_bt.store.records import (
+        CALL_KINDS as CALL_KINDS,
+        CALL_STATUSES as CALL_STATUSES,
+        FINISHED as FINISHED,
+        RUN_STATUSES as RUN_STATUSES,
+        Checkpoint as Checkpoint,
+        JournalEntry as JournalEntry,
+        RunRecord as RunRecord,
+        digest_arguments as digest_arguments,
+    )
+    from jianmu_bt.store.sqlite import SQLiteStore as SQLiteStore
+    from jianmu_bt.store.sqlrows import FORMAT_VERSION as FORMAT_VERSION
 
 
-def open_store(location: str | Path, *, create: bool = True) -> RunStore:
-    """Open the run store at `location`: a `postgresql://` / `postgres://` URL or a file path.
-
-    `create=False` refuses a store that does not exist yet (StoreNotFoundError).
-    """
-    if isinstance(location, str) and location.lower().startswith(_POSTGRES_SCHEMES):
-        return PostgresStore(location, create=create)
-    return SQLiteStore(location, create=create)
+__getattr__, __dir__ = lazy_exports(__name__, globals())

@@ -73,21 +73,8 @@ class CheckpointNotFoundError(StoreError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
-class LeaseError(StoreError):
-    """Another owner holds an unexpired lease on the run."""
-
-    def __init__(
-        self, message: str, *, holder: str | None = None, expires: float | None = None
-    ) -> None:
-        super().__init__(message)
-        self.holder = holder
-        """The owner holding the lease."""
-        self.expires = expires
-        """When that lease expires (epoch seconds)."""
-
-
-class LeaseLostError(StoreError):
-    """A write by an owner that no longer holds the run's lease (fencing)."""
+class _LeaseProblem(StoreError):
+    """A lease error that names the lease's holder and its expiry."""
 
     def __init__(
         self, message: str, *, holder: str | None = None, expires: float | None = None
@@ -96,4 +83,12 @@ class LeaseLostError(StoreError):
         self.holder = holder
         """The owner holding the lease now, if any."""
         self.expires = expires
-        """When the current (or lost) lease expires (epoch seconds)."""
+        """When that lease (or the lost one) expires (epoch seconds)."""
+
+
+class LeaseError(_LeaseProblem):
+    """Another owner holds an unexpired lease on the run."""
+
+
+class LeaseLostError(_LeaseProblem):
+    """A write by an owner that no longer holds the run's lease (fencing)."""

@@ -13,7 +13,7 @@ import math
 import os
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -21,42 +21,24 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from jianmu_bt.store.errors import (
     StoreCorruptError,
     StoreError,
-    StoreFormatError,
     StoreLockedError,
     StoreNotFoundError,
 )
 from jianmu_bt.store.sqlcommon import SQLRunStore
-from jianmu_bt.store.sqlrows import FORMAT_VERSION, Cursor, iter_statements
+from jianmu_bt.store.sqlrows import (
+    SCHEMA,
+    TABLES,
+    Cursor,
+    ExecutingCursor,
+    check_tables,
+    create_tables,
+)
 
 __all__ = ["POSTGRES_SCHEMA", "PostgresStore"]
 
-POSTGRES_SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY, tree TEXT NOT NULL, status TEXT NOT NULL,
-    started DOUBLE PRECISION NOT NULL, updated DOUBLE PRECISION NOT NULL,
-    tree_path TEXT NOT NULL DEFAULT '', tree_digest TEXT NOT NULL DEFAULT '',
-    inputs TEXT NOT NULL DEFAULT '{}', reason TEXT NOT NULL DEFAULT '',
-    parent_run TEXT, parent_checkpoint BIGINT, lease_owner TEXT, lease_expires DOUBLE PRECISION,
-    last_position BIGINT NOT NULL DEFAULT 0, last_seq BIGINT NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS runs_started ON runs (started);
-CREATE TABLE IF NOT EXISTS journal (
-    run_id TEXT NOT NULL, position BIGINT NOT NULL, key TEXT NOT NULL, call_id TEXT NOT NULL,
-    kind TEXT NOT NULL, node TEXT NOT NULL, tool TEXT NOT NULL, arguments TEXT NOT NULL,
-    digest TEXT NOT NULL, status TEXT NOT NULL, result TEXT NOT NULL,
-    effectful BOOLEAN NOT NULL, idempotent BOOLEAN NOT NULL, created DOUBLE PRECISION NOT NULL,
-    PRIMARY KEY (run_id, position)
-);
-CREATE INDEX IF NOT EXISTS journal_key ON journal (run_id, key);
-CREATE TABLE IF NOT EXISTS checkpoints (
-    run_id TEXT NOT NULL, seq BIGINT NOT NULL, created DOUBLE PRECISION NOT NULL,
-    position BIGINT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, seq)
-);
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)
-"""
+POSTGRES_SCHEMA = SCHEMA.format(real="DOUBLE PRECISION", int="BIGINT", bool="BOOLEAN")
 """The tables of a PostgreSQL run store (format version 1)."""
 
-_TABLES = ("runs", "journal", "checkpoints", "meta")
 _SCHEMA_LOCK = 0x6A69616E6D75  # pg_advisory_xact_lock key serialising schema creation
 _NOW = "EXTRACT(EPOCH FROM clock_timestamp())::float8"
 _HOST_PORT = re.compile(r"(\[[^\]]*\]|[^:]*):(\d*)")
@@ -95,27 +77,6 @@ def _parse_dsn(dsn: str) -> dict[str, str]:
     return {key: value.strip("'") for key, value in _KEYWORD.findall(dsn)}
 
 
-class _PgCursor:
-    """`Cursor` over one psycopg cursor (psycopg prepares statements it sees repeatedly)."""
-
-    __slots__ = ("_cur",)
-
-    def __init__(self, cur: Any) -> None:
-        self._cur = cur
-
-    def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        return self._cur.execute(sql, params).fetchone()
-
-    def all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self._cur.execute(sql, params).fetchall()
-
-    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
-        return self._cur.execute(sql, params).rowcount
-
-    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        self._cur.executemany(sql, rows)
-
-
 class PostgresStore(SQLRunStore):
     """A run store in a PostgreSQL database, shared by any number of processes and machines.
 
@@ -151,9 +112,9 @@ class PostgresStore(SQLRunStore):
         self._pg = _psycopg(self._location)
         self._closed = False
         self._conn: Any = None
-        self._connect()
+        conn = self._connect()
         try:
-            with self._conn.transaction():
+            with conn.transaction():
                 self._prepare(create)
         except self._pg.Error as exc:
             self.close()
@@ -172,7 +133,8 @@ class PostgresStore(SQLRunStore):
         text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         return text.replace(self._secret, "***") if self._secret else text
 
-    def _connect(self) -> None:
+    def _connect(self) -> Any:
+        """Open the connection (a psycopg Connection) and return it."""
         try:
             self._conn = self._pg.connect(
                 self._dsn,
@@ -185,7 +147,8 @@ class PostgresStore(SQLRunStore):
         except self._pg.Error as exc:
             self._conn = None
             raise StoreError(f"cannot connect to {self._location}: {self._message(exc)}") from None
-        self._cursor = _PgCursor(self._conn.cursor())
+        self._cursor = ExecutingCursor(self._conn.cursor())
+        return self._conn
 
     def _prepare(self, create: bool) -> None:
         """Check the database holds a run store this program reads; create the tables if none."""
@@ -194,38 +157,15 @@ class PostgresStore(SQLRunStore):
         rows = conn.execute(
             "SELECT relname FROM pg_class WHERE relkind IN ('r', 'p') AND relname = ANY(%s) "
             "AND pg_table_is_visible(oid)",
-            (list(_TABLES),),
+            (list(TABLES),),
         ).fetchall()
         tables = {row[0] for row in rows}
         if not tables:
             if not create:
                 raise StoreNotFoundError(f"{self._location} has no run store (nothing to open)")
-            for statement in iter_statements(POSTGRES_SCHEMA):
-                conn.execute(statement)
-            conn.execute(
-                "INSERT INTO meta (key, value) VALUES ('format_version', %s)",
-                (str(FORMAT_VERSION),),
-            )
+            create_tables(conn, POSTGRES_SCHEMA)
             return
-        if "meta" not in tables:
-            raise StoreCorruptError(
-                f"{self._location} has tables {', '.join(sorted(tables))} but no meta table: "
-                "not a jianmu run store"
-            )
-        row = conn.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone()
-        version = int(row[0]) if row and str(row[0]).isdigit() else None
-        if version is None:
-            raise StoreCorruptError(f"{self._location} has no valid format_version in table meta")
-        if version > FORMAT_VERSION:
-            raise StoreFormatError(
-                f"the run store in {self._location} was written in store format {version}; this "
-                f"program reads format {FORMAT_VERSION} (upgrade jianmu-bt)",
-                found=version,
-                supported=FORMAT_VERSION,
-            )
-        missing = [name for name in _TABLES if name not in tables]
-        if missing:
-            raise StoreCorruptError(f"{self._location} is missing tables: {', '.join(missing)}")
+        check_tables(f"the run store in {self._location}", tables, conn)
 
     def _translate(self, exc: BaseException) -> StoreError:
         """The StoreError for a psycopg error."""

@@ -11,72 +11,32 @@ import contextlib
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from jianmu_bt.store.errors import (
     StoreCorruptError,
     StoreError,
-    StoreFormatError,
     StoreLockedError,
     StoreNotFoundError,
 )
 from jianmu_bt.store.sqlcommon import SQLRunStore
-from jianmu_bt.store.sqlrows import FORMAT_VERSION, Cursor, iter_statements
+from jianmu_bt.store.sqlrows import (
+    SCHEMA,
+    TABLES,
+    Cursor,
+    ExecutingCursor,
+    check_tables,
+    create_tables,
+)
 
 __all__ = ["SQLITE_SCHEMA", "SQLiteStore"]
 
-SQLITE_SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY, tree TEXT NOT NULL, status TEXT NOT NULL,
-    started REAL NOT NULL, updated REAL NOT NULL, tree_path TEXT NOT NULL DEFAULT '',
-    tree_digest TEXT NOT NULL DEFAULT '', inputs TEXT NOT NULL DEFAULT '{}',
-    reason TEXT NOT NULL DEFAULT '', parent_run TEXT, parent_checkpoint INTEGER,
-    lease_owner TEXT, lease_expires REAL,
-    last_position INTEGER NOT NULL DEFAULT 0, last_seq INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS runs_started ON runs (started);
-CREATE TABLE IF NOT EXISTS journal (
-    run_id TEXT NOT NULL, position INTEGER NOT NULL, key TEXT NOT NULL, call_id TEXT NOT NULL,
-    kind TEXT NOT NULL, node TEXT NOT NULL, tool TEXT NOT NULL, arguments TEXT NOT NULL,
-    digest TEXT NOT NULL, status TEXT NOT NULL, result TEXT NOT NULL,
-    effectful INTEGER NOT NULL, idempotent INTEGER NOT NULL, created REAL NOT NULL,
-    PRIMARY KEY (run_id, position)
-);
-CREATE INDEX IF NOT EXISTS journal_key ON journal (run_id, key);
-CREATE TABLE IF NOT EXISTS checkpoints (
-    run_id TEXT NOT NULL, seq INTEGER NOT NULL, created REAL NOT NULL,
-    position INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, seq)
-);
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)
-"""
+SQLITE_SCHEMA = SCHEMA.format(real="REAL", int="INTEGER", bool="INTEGER")
 """The tables of a run store file (format version 1)."""
 
-_TABLES = ("runs", "journal", "checkpoints", "meta")
 _SYNC_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
-
-
-class _SQLiteCursor:
-    """`Cursor` over an sqlite3 connection (its statement cache keeps statements prepared)."""
-
-    __slots__ = ("_conn",)
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
-
-    def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        return self._conn.execute(sql, params).fetchone()
-
-    def all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self._conn.execute(sql, params).fetchall()
-
-    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
-        return self._conn.execute(sql, params).rowcount
-
-    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        self._conn.executemany(sql, rows)
 
 
 class SQLiteStore(SQLRunStore):
@@ -133,7 +93,7 @@ class SQLiteStore(SQLRunStore):
             conn.close()
             raise
         self._conn = conn
-        self._cursor = _SQLiteCursor(conn)
+        self._cursor = ExecutingCursor(conn)
 
     @property
     def location(self) -> str:
@@ -149,18 +109,8 @@ class SQLiteStore(SQLRunStore):
         """Check the file is a run store this program reads; create the tables in a new one."""
         rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
         tables = {row[0] for row in rows}
-        if "meta" in tables:
-            self._check_version(conn)
-            missing = [name for name in _TABLES if name not in tables]
-            if missing:
-                raise StoreCorruptError(
-                    f"run store {self._location} is missing tables: {', '.join(missing)}"
-                )
-        elif tables:
-            raise StoreCorruptError(
-                f"run store {self._location} is an SQLite database but not a jianmu run store "
-                f"(it has tables {', '.join(sorted(tables))} but no meta table)"
-            )
+        if tables:
+            check_tables(f"run store {self._location}", tables, conn)
         elif not create:
             raise StoreCorruptError(
                 f"run store {self._location} is an empty database, not a jianmu run store"
@@ -170,36 +120,14 @@ class SQLiteStore(SQLRunStore):
         if not tables:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                for statement in iter_statements(SQLITE_SCHEMA):
-                    conn.execute(statement)
-                conn.execute(
-                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('format_version', ?)",
-                    (str(FORMAT_VERSION),),
-                )
+                create_tables(conn, SQLITE_SCHEMA)
                 conn.execute("COMMIT")
             except BaseException:
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
                 raise
-            self._check_version(conn)
-
-    def _check_version(self, conn: sqlite3.Connection) -> None:
-        row = conn.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone()
-        try:
-            version = int(row[0]) if row else None
-        except (TypeError, ValueError):
-            version = None
-        if version is None:
-            raise StoreCorruptError(
-                f"run store {self._location} has no valid format_version in its meta table"
-            )
-        if version > FORMAT_VERSION:
-            raise StoreFormatError(
-                f"run store {self._location} was written in store format {version}; this "
-                f"program reads format {FORMAT_VERSION} (upgrade jianmu-bt)",
-                found=version,
-                supported=FORMAT_VERSION,
-            )
+            # Another process may have created the store meanwhile: check what is there now.
+            check_tables(f"run store {self._location}", TABLES, conn)
 
     def _translate(self, exc: sqlite3.Error) -> StoreError:
         """The StoreError for an sqlite3 error."""

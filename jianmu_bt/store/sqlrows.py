@@ -6,21 +6,29 @@ The statements use `?` placeholders, `{now}` (the dialect's clock, or NULL for t
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from jianmu_bt.store.errors import StoreCorruptError, StoreFormatError
 from jianmu_bt.store.records import RUN_STATUSES, Checkpoint, JournalEntry, RunRecord
 
 __all__ = [
     "ALL_POSITIONS",
     "FORMAT_VERSION",
+    "SCHEMA",
     "STATEMENTS",
+    "TABLES",
     "Cursor",
+    "ExecutingCursor",
     "check_data",
+    "check_format",
     "check_status",
+    "check_tables",
     "checkpoint_from_row",
+    "create_tables",
     "dumps",
     "entry_from_row",
     "format_time",
@@ -36,10 +44,39 @@ FORMAT_VERSION = 1
 ALL_POSITIONS = 2**62
 """A journal position above every real one ("no upper bound")."""
 
-_RUN = (
-    "run_id, tree, status, started, updated, tree_path, tree_digest, inputs, reason, "
-    "parent_run, parent_checkpoint, lease_owner, lease_expires"
-)
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY, tree TEXT NOT NULL, status TEXT NOT NULL,
+    started {real} NOT NULL, updated {real} NOT NULL, tree_path TEXT NOT NULL DEFAULT '',
+    tree_digest TEXT NOT NULL DEFAULT '', inputs TEXT NOT NULL DEFAULT '{{}}',
+    reason TEXT NOT NULL DEFAULT '', parent_run TEXT, parent_checkpoint {int},
+    lease_owner TEXT, lease_expires {real},
+    last_position {int} NOT NULL DEFAULT 0, last_seq {int} NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS runs_started ON runs (started);
+CREATE TABLE IF NOT EXISTS journal (
+    run_id TEXT NOT NULL, position {int} NOT NULL, key TEXT NOT NULL, call_id TEXT NOT NULL,
+    kind TEXT NOT NULL, node TEXT NOT NULL, tool TEXT NOT NULL, arguments TEXT NOT NULL,
+    digest TEXT NOT NULL, status TEXT NOT NULL, result TEXT NOT NULL,
+    effectful {bool} NOT NULL, idempotent {bool} NOT NULL, created {real} NOT NULL,
+    PRIMARY KEY (run_id, position)
+);
+CREATE INDEX IF NOT EXISTS journal_key ON journal (run_id, key);
+CREATE TABLE IF NOT EXISTS checkpoints (
+    run_id TEXT NOT NULL, seq {int} NOT NULL, created {real} NOT NULL,
+    position {int} NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)
+"""
+"""The tables of a run store (format version 1), with the dialect's column types to fill in:
+`{real}` (epoch seconds), `{int}` (positions, sequence numbers) and `{bool}`."""
+
+TABLES = ("runs", "journal", "checkpoints", "meta")
+"""The tables SCHEMA creates (a store lacking any of them is corrupt)."""
+
+_RUN_FIELDS = tuple(f.name for f in dataclasses.fields(RunRecord))
+"""The `runs` columns that hold a RunRecord: named as its fields, in their order."""
+_RUN = ", ".join(_RUN_FIELDS)
 _ENTRY = (
     "position, key, call_id, kind, node, tool, arguments, digest, status, result, "
     "effectful, idempotent, created"
@@ -99,6 +136,47 @@ class Cursor(Protocol):
         ...
 
 
+class Executes(Protocol):
+    """A DB-API connection or cursor: `execute` returns something to fetch rows from."""
+
+    def execute(self, sql: str, params: Sequence[Any], /) -> Any:
+        """Run one statement."""
+        ...
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]], /) -> Any:
+        """Run one statement per row of parameters."""
+        ...
+
+
+class ExecutingCursor:
+    """`Cursor` over an sqlite3 connection or a psycopg cursor (both prepare repeated statements:
+    sqlite3 through its statement cache, psycopg once it has seen a statement a few times)."""
+
+    __slots__ = ("_target",)
+
+    def __init__(self, target: Executes) -> None:
+        self._target = target
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        """See `Cursor.one`."""
+        row: tuple[Any, ...] | None = self._target.execute(sql, params).fetchone()
+        return row
+
+    def all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """See `Cursor.all`."""
+        rows: list[tuple[Any, ...]] = self._target.execute(sql, params).fetchall()
+        return rows
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """See `Cursor.run`."""
+        count: int = self._target.execute(sql, params).rowcount
+        return count
+
+    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """See `Cursor.many`."""
+        self._target.executemany(sql, rows)
+
+
 def dumps(value: Any) -> str:
     """Compact JSON text of `value`; values JSON cannot represent are written as their `str()`."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
@@ -124,7 +202,9 @@ def lease_held(lease_owner: str | None, lease_expires: float | None, now: float)
 
 def run_from_row(row: Sequence[Any]) -> RunRecord:
     """The RunRecord of a `runs` row selected in `run_id … lease_expires` order."""
-    return RunRecord(*row[:7], json.loads(row[7]), *row[8:13])
+    values = dict(zip(_RUN_FIELDS, row, strict=False))
+    values["inputs"] = json.loads(values["inputs"])
+    return RunRecord(**values)
 
 
 def entry_from_row(row: Sequence[Any]) -> JournalEntry:
@@ -154,21 +234,7 @@ def checkpoint_from_row(row: Sequence[Any]) -> Checkpoint:
 
 def run_row(run: RunRecord, inputs: str) -> tuple[Any, ...]:
     """The `runs` columns of a run, in insert order, with its inputs already as JSON text."""
-    return (
-        run.run_id,
-        run.tree,
-        run.status,
-        run.started,
-        run.updated,
-        run.tree_path,
-        run.tree_digest,
-        inputs,
-        run.reason,
-        run.parent_run,
-        run.parent_checkpoint,
-        run.lease_owner,
-        run.lease_expires,
-    )
+    return tuple(inputs if name == "inputs" else getattr(run, name) for name in _RUN_FIELDS)
 
 
 def check_status(status: str) -> None:
@@ -186,6 +252,53 @@ def check_data(checkpoint: Any) -> str:
     return dumps(checkpoint)
 
 
+def check_format(where: str, value: Any) -> None:
+    """Refuse a store whose `format_version` (`value`, from its meta table) is missing or newer
+    than this program reads; `where` names the store ("run store /path/runs.db")."""
+    text = "" if value is None else str(value).strip()
+    if not text.isdigit():
+        raise StoreCorruptError(f"{where} has no valid format_version in its meta table")
+    if int(text) > FORMAT_VERSION:
+        raise StoreFormatError(
+            f"{where} was written in store format {text}; this program reads format "
+            f"{FORMAT_VERSION} (upgrade jianmu-bt)",
+            found=int(text),
+            supported=FORMAT_VERSION,
+        )
+
+
 def iter_statements(script: str) -> Iterator[str]:
     """The `;`-separated statements of a schema script (no `;` inside statements)."""
     return (part.strip() for part in script.split(";") if part.strip())
+
+
+_READ_FORMAT = "SELECT value FROM meta WHERE key = 'format_version'"
+# The version is a constant integer, so it is written into the statement (no parameter style).
+_WRITE_FORMAT = (
+    f"INSERT INTO meta (key, value) VALUES ('format_version', '{FORMAT_VERSION}') "
+    "ON CONFLICT (key) DO NOTHING"
+)
+
+
+def check_tables(where: str, tables: Collection[str], conn: Executes) -> None:
+    """Refuse an existing database that is not a run store this program reads (StoreCorruptError,
+    StoreFormatError): `tables` (those of SCHEMA it has) without `meta`, a missing or newer
+    format version, or a missing table. `where` names the store in messages."""
+    if "meta" not in tables:
+        raise StoreCorruptError(
+            f"{where} is not a jianmu run store (it has tables {', '.join(sorted(tables))} "
+            "but no meta table)"
+        )
+    row = conn.execute(_READ_FORMAT, ()).fetchone()
+    check_format(where, row[0] if row else None)
+    missing = [name for name in TABLES if name not in tables]
+    if missing:
+        raise StoreCorruptError(f"{where} is missing tables: {', '.join(missing)}")
+
+
+def create_tables(conn: Executes, schema: str) -> None:
+    """Create the tables (`schema`: SCHEMA in the dialect's types) and record the format version;
+    inside the caller's transaction. Tables and a version already there are kept."""
+    for statement in iter_statements(schema):
+        conn.execute(statement, ())
+    conn.execute(_WRITE_FORMAT, ())

@@ -17,7 +17,6 @@ Graphviz's `dot`.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Mapping
 from typing import Any
 
 import py_trees
@@ -25,6 +24,7 @@ import pydot
 from py_trees.common import Status
 
 from jianmu_bt.viz.kinds import agent_loop_of, describe_node, is_agent_root, shorten
+from jianmu_bt.viz.traversal import StatusMap, as_status, walk
 
 #: Fill colour per status.
 STATUS_COLOURS: dict[Status, str] = {
@@ -38,8 +38,6 @@ PLAIN_FILL = "#ffffff"
 #: Longest node name drawn in a label; the tooltip carries the full one.
 NAME_CHARS = 40
 
-StatusMap = Mapping[str, Status | str]
-
 
 def quote(text: str) -> str:
     """`text` as a DOT double-quoted string (backslashes, quotes and line breaks escaped)."""
@@ -47,25 +45,6 @@ def quote(text: str) -> str:
         str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\r", "").replace("\n", "\\n")
     )
     return f'"{escaped}"'
-
-
-def as_status(value: Status | str | None) -> Status | None:
-    """A Status from a Status or its name/value ("SUCCESS", "success"); None when unknown."""
-    if value is None or isinstance(value, Status):
-        return value
-    try:
-        return Status(str(value).strip().upper())
-    except ValueError:
-        return None
-
-
-def walk(root: py_trees.behaviour.Behaviour) -> Iterator[py_trees.behaviour.Behaviour]:
-    """Every node of the tree in pre-order (a parent before its children, children in order)."""
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(reversed(node.children))
 
 
 def synthetic_ids(root: py_trees.behaviour.Behaviour) -> dict[str, str]:
@@ -151,10 +130,11 @@ def tree_to_pydot(
         if is_agent_root(node):
             cluster = _agent_cluster(node, clusters)
             clusters += 1
-            container.add_subgraph(cluster)
+            # pydot annotates Subgraph only; its add_subgraph checks for Subgraph or Cluster.
+            container.add_subgraph(cluster)  # type: ignore[arg-type]
             container = cluster
         node_id = ids[str(node.id)]
-        container.add_node(pydot.Node(node_id, **_node_attributes(node, statuses)))
+        container.add_node(pydot.Node(node_id, obj_dict=None, **_node_attributes(node, statuses)))
         for child in node.children:
             graph.add_edge(pydot.Edge(node_id, ids[str(child.id)]))
         if len(node.children) > 1 and _has_cluster(node):

@@ -17,8 +17,8 @@ from collections.abc import Iterator
 import py_trees
 from py_trees.common import Status
 
-from jianmu_bt.viz.dot import StatusMap, as_status
 from jianmu_bt.viz.kinds import describe_node, shorten
+from jianmu_bt.viz.traversal import StatusMap, as_status
 
 MARKERS: dict[Status, str] = {
     Status.SUCCESS: "[+]",

@@ -21,7 +21,7 @@ from typing import Any
 import py_trees
 from py_trees.common import Status
 
-from jianmu_bt.viz.dot import as_status, walk
+from jianmu_bt.viz.traversal import as_status, walk
 
 #: The event type that records a tree's nodes in pre-order (see `tree_nodes_data`).
 TREE_NODES_EVENT = "tree.nodes"
@@ -94,7 +94,7 @@ def statuses_for_tree(
 
 def _match_by_name(
     nodes: list[py_trees.behaviour.Behaviour],
-    events: list[dict[str, Any]],
+    events: list[Mapping[str, Any]],
     by_trace_id: Mapping[str, Status],
 ) -> dict[str, Status]:
     trace_ids_by_name: dict[str, set[str]] = {}

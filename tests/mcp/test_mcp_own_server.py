@@ -181,8 +181,8 @@ async def test_close_ends_the_server_process() -> None:
 @pytest.mark.parametrize(
     ("tools", "message"),
     [
-        ("no_such_module:thing", "cannot import module 'no_such_module'"),
-        ("mcp_sample_tools:nothing", "has no 'nothing'"),
+        ("no_such_module:thing", "no module named 'no_such_module'"),
+        ("mcp_sample_tools:nothing", "has no attribute 'nothing'"),
         ("calculater_typo", "unknown tool 'calculater_typo'"),
         ("mcp_sample_tools:os", "is a module, not a Tool"),
         ("", "no tools to serve: pass --tools"),

@@ -1,0 +1,53 @@
+"""The transport for one server config: stdio (in a process group of its own) or streamable HTTP.
+
+A transport is an async context manager yielding the SDK's stream pair; `Connection` enters it in
+its background task. Where process groups are not supported, a stdio server runs through the
+SDK's own transport.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import IO, Any, TextIO, cast
+
+from jianmu_bt.mcp.config import MCPServerConfig
+from jianmu_bt.mcp.process_group import supported as process_groups_supported
+from jianmu_bt.mcp.stdio import StderrTail, stdio_transport
+
+__all__ = ["http_transport", "open_transport"]
+
+
+def open_transport(config: MCPServerConfig, tail: StderrTail, errlog: IO[Any] | None) -> Any:
+    """The transport for `config`; a stdio server's stderr goes to `tail` (and to `errlog`)."""
+    if config.command is None:
+        return http_transport(config)
+    if process_groups_supported():
+        return stdio_transport(
+            config, tail, errlog=errlog, exit_grace=config.stop_grace, term_grace=config.stop_grace
+        )
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=config.command, args=list(config.args), env=config.env, cwd=config.cwd
+    )
+    # The SDK's own transport writes text: `errlog` is documented as any stream, and text
+    # streams are what callers pass in practice.
+    return stdio_client(params, errlog=cast(TextIO, errlog if errlog is not None else sys.stderr))
+
+
+@asynccontextmanager
+async def http_transport(config: MCPServerConfig) -> AsyncIterator[Any]:
+    """The streamable HTTP transport to `config.url`, with `config.headers` on every request."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    # Read stays long: a streamed response may stay open for a whole tool call; every request is
+    # bounded by its own timeout anyway.
+    timeout = httpx2.Timeout(config.connect_timeout, read=max(300.0, config.timeout * 2))
+    async with (
+        httpx2.AsyncClient(headers=config.headers or None, timeout=timeout) as http,
+        streamable_http_client(str(config.url), http_client=http) as streams,
+    ):
+        yield streams
