@@ -2,7 +2,7 @@
 
 Run from the repository root (`pip install -e ".[bench]"` installs the anchors). Areas, in the
 order of the table: toolset, batch, ticks, loader, calculator, mcp, fanout, idle, durability,
-memory, runners, scaling.
+memory, runners, scaling, imports.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import sys
 from benchmarks import (
     bench_calculator,
     bench_durability,
+    bench_import,
     bench_loader,
     bench_mcp,
     bench_memory,
@@ -35,6 +36,7 @@ AREAS = {
     **bench_memory.AREAS,
     **bench_runners.AREAS,
     **bench_scaling.AREAS,
+    **bench_import.AREAS,
 }
 assert AREAS.keys() >= bench_runtime.AREAS.keys()  # every runtime area is in the suite
 

@@ -3,68 +3,94 @@
 The common names are importable from here; each layer package (`jianmu_bt.tools`,
 `jianmu_bt.runtime`, `jianmu_bt.nodes`, `jianmu_bt.guard`, `jianmu_bt.llm`, `jianmu_bt.loader`,
 ...) exports the rest.
+
+Importing the package costs almost nothing: each name is imported from its layer on first use
+(PEP 562), so `from jianmu_bt import tool` loads the tool layer only, and `load_tree` the loader.
+The layer packages are reachable as attributes too (`jianmu_bt.guard`), also loaded on first use.
+No module of the package imports this facade (the version is in `jianmu_bt._version`).
 """
 
-from typing import Any
+from __future__ import annotations
 
-from jianmu_bt.guard import Decision, GuardEnforcer
-from jianmu_bt.nodes import AgentLLMNode, ToolExecutor, ToolNode, react_agent
-from jianmu_bt.runtime import AgentState, AsyncNode, RunResult, StateManager, TreeRunner
-from jianmu_bt.tools import (
-    BaseToolProvider,
-    BuiltinToolProvider,
-    FunctionTool,
-    Injected,
-    Tool,
-    ToolCall,
-    ToolProvider,
-    ToolResult,
-    ToolSet,
-    tool,
-)
+import sys
+from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from jianmu_bt._lazy import lazy_exports
+from jianmu_bt._version import __version__ as __version__
 
-_LAZY = {
-    "load_tree": "jianmu_bt.loader",
-    "Tree": "jianmu_bt.loader",
-    "TreeLoadError": "jianmu_bt.loader",
-}
+if TYPE_CHECKING:  # what type checkers and IDEs see; at run time `__getattr__` imports these
+    from jianmu_bt import (
+        cli as cli,
+        guard as guard,
+        llm as llm,
+        loader as loader,
+        mcp as mcp,
+        nodes as nodes,
+        runtime as runtime,
+        sandbox as sandbox,
+        store as store,
+        tools as tools,
+        viz as viz,
+    )
+    from jianmu_bt.guard import Decision as Decision, GuardEnforcer as GuardEnforcer
+    from jianmu_bt.loader import (
+        Tree as Tree,
+        TreeLoadError as TreeLoadError,
+        load_tree as load_tree,
+    )
+    from jianmu_bt.nodes import (
+        AgentLLMNode as AgentLLMNode,
+        ToolExecutor as ToolExecutor,
+        ToolNode as ToolNode,
+        react_agent as react_agent,
+    )
+    from jianmu_bt.runtime import (
+        AgentState as AgentState,
+        AsyncNode as AsyncNode,
+        RunResult as RunResult,
+        StateManager as StateManager,
+        TreeRunner as TreeRunner,
+    )
+    from jianmu_bt.tools import (
+        BaseToolProvider as BaseToolProvider,
+        BuiltinToolProvider as BuiltinToolProvider,
+        FunctionTool as FunctionTool,
+        Injected as Injected,
+        Tool as Tool,
+        ToolCall as ToolCall,
+        ToolProvider as ToolProvider,
+        ToolResult as ToolResult,
+        ToolSet as ToolSet,
+        tool as tool,
+    )
+
+_load, __dir__ = lazy_exports(__name__, globals())
 
 
 def __getattr__(name: str) -> Any:
-    # The loader pulls in YAML and networkx; load it on first use.
-    if name in _LAZY:
-        import importlib
+    """Import a public name (or a layer package) on first use and keep it (PEP 562)."""
+    value = _load(name)
+    if name == "__all__":
+        value = globals()["__all__"] = ["__version__", *value]
+    elif name == "tools" or getattr(value, "__module__", "").startswith("jianmu_bt.tools"):
+        _lend_tree_layer()
+    return value
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'jianmu_bt' has no attribute {name!r}")
+
+def _lend_tree_layer() -> None:
+    """Let `Tool.as_node()` work for tools made through this facade.
+
+    The tree layer registers the factory `as_node` uses when it is imported; the facade used to
+    import it eagerly. Until it is imported, register a stand-in that imports it on first use.
+    """
+    if "jianmu_bt.nodes.tool_node" in sys.modules:
+        return  # the tree layer registered its own factory
+    from jianmu_bt.tools.base import set_node_factory
+
+    set_node_factory(_tool_node)
 
 
-__all__ = [
-    "AgentLLMNode",
-    "AgentState",
-    "AsyncNode",
-    "BaseToolProvider",
-    "BuiltinToolProvider",
-    "Decision",
-    "FunctionTool",
-    "GuardEnforcer",
-    "Injected",
-    "RunResult",
-    "StateManager",
-    "Tool",
-    "ToolCall",
-    "ToolExecutor",
-    "ToolNode",
-    "ToolProvider",
-    "ToolResult",
-    "ToolSet",
-    "Tree",
-    "TreeLoadError",
-    "TreeRunner",
-    "__version__",
-    "load_tree",
-    "react_agent",
-    "tool",
-]
+def _tool_node(for_tool: Any, **kwargs: Any) -> Any:
+    from jianmu_bt.nodes import ToolNode  # registers the real factory for later calls
+
+    return ToolNode(for_tool, **kwargs)

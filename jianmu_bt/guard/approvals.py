@@ -17,6 +17,7 @@ which (call id, digest) used it, so repeating an id does not reuse a one-use gra
 rest of the run": `uses=None`). Every change is announced to `on_change` subscribers, so a tree
 runner waiting on a held batch can wake. The store is thread-safe: approvals may come from a web
 handler or a UI thread while the tree runs elsewhere; callbacks run on the approving thread.
+The records it keeps are in `approval_records`; the shape of its snapshot, in `snapshots`.
 """
 
 from __future__ import annotations
@@ -25,158 +26,26 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, replace
-from enum import StrEnum
-from typing import Any, Literal
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-
+from jianmu_bt.guard.approval_records import (
+    ApprovalChange,
+    ApprovalRecord,
+    ApprovalStatus,
+    CallIdReusedError,
+    ChangeCallback,
+    Grant,
+    UnknownApprovalError,
+)
 from jianmu_bt.guard.binding import arguments_digest
 from jianmu_bt.guard.decision import Decision, GuardVerdict
-from jianmu_bt.guard.errors import GuardSnapshotError
-from jianmu_bt.guard.policy import canonical_tool_name
-from jianmu_bt.tools import ToolCall
+from jianmu_bt.guard.names import canonical_tool_name
+
+if TYPE_CHECKING:
+    from jianmu_bt.tools import ToolCall
 
 logger = logging.getLogger(__name__)
-
-
-class UnknownApprovalError(KeyError):
-    """A call id the store has no request for; the message lists the calls still waiting."""
-
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-
-class CallIdReusedError(ValueError):
-    """A call id the store already holds a request for, reused by a different call (another
-    tool or other arguments): the new call may not inherit the earlier call's decision."""
-
-    def __init__(self, call_id: str, record: ApprovalRecord) -> None:
-        super().__init__(reused_id_reason(call_id))
-        self.call_id = call_id
-        self.record = record
-
-
-def reused_id_reason(call_id: str | None) -> str:
-    """Why a call repeating another call's id is refused, in words an LLM can act on."""
-    return (
-        f"call id {call_id} was already used for a different call (other tool or arguments); "
-        "a call needs an id of its own"
-    )
-
-
-class ApprovalStatus(StrEnum):
-    """Where a request stands: waiting for a reviewer, approved or rejected."""
-
-    PENDING = "pending"
-    APPROVED = "approved"
-    REJECTED = "rejected"
-
-
-@dataclass(frozen=True, slots=True)
-class ApprovalRecord:
-    """One call a reviewer is asked about: which call, why the guard asked, and the answer.
-
-    `kind` is PENDING (the batch is held) or CONFIRM (the call was refused until the user agrees).
-    `note` is the reviewer's note on approval, or their reason on rejection. `digest` binds the
-    record to its call (`arguments_digest(tool, arguments)`, computed when left empty): the
-    decision applies only to a call with this id and this digest.
-    """
-
-    call_id: str
-    tool: str
-    arguments: Any
-    status: ApprovalStatus = ApprovalStatus.PENDING
-    kind: Decision = Decision.PENDING
-    reason: str = ""
-    policy: str = ""
-    note: str | None = None
-    digest: str = ""
-
-    def __post_init__(self) -> None:
-        if not self.digest:
-            object.__setattr__(self, "digest", arguments_digest(self.tool, self.arguments))
-
-    def binds(self, tool: str, arguments: Any) -> bool:
-        """True when a call to `tool` with `arguments` is the call this record is about."""
-        return self.digest == arguments_digest(tool, arguments)
-
-
-@dataclass(frozen=True, slots=True)
-class Grant:
-    """A standing approval: calls to `tool` (with exactly `arguments`, or any when None) pass
-    CONFIRM and PENDING policies. `uses` is how many calls are left (None: unlimited); `used_by`
-    remembers the calls that used it as `(call id, digest)` pairs, so checking the same call
-    twice uses it once, while a call repeating an id with other arguments counts as a new call.
-    """
-
-    id: str
-    tool: str
-    arguments: Any = None
-    uses: int | None = 1
-    note: str | None = None
-    used_by: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def digest(self) -> str | None:
-        """The digest of the one call this grant allows, or None when it allows any arguments."""
-        return None if self.arguments is None else arguments_digest(self.tool, self.arguments)
-
-    def matches(self, names: Collection[str], arguments: Any) -> bool:
-        """True when a call with one of `names` and these arguments may use this grant.
-
-        Exact arguments are compared as the digest compares them (canonical JSON).
-        """
-        if self.tool not in names or (self.uses is not None and self.uses <= 0):
-            return False
-        return self.arguments is None or self.digest == arguments_digest(self.tool, arguments)
-
-    def used_by_call(self, call_id: str | None, digest: str) -> bool:
-        """True when the call `call_id` with this `digest` already used this grant."""
-        return bool(call_id) and (call_id, digest) in self.used_by
-
-
-@dataclass(frozen=True, slots=True)
-class ApprovalChange:
-    """What changed in the store, as passed to `on_change` callbacks."""
-
-    kind: Literal["requested", "approved", "rejected", "granted", "revoked", "restored"]
-    call_id: str | None = None
-    record: ApprovalRecord | None = None
-    grant: Grant | None = None
-
-
-ChangeCallback = Callable[[ApprovalChange], None]
-
-
-class _StoreSnapshot(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    version: Literal[1] = 1
-    records: list[ApprovalRecord] = Field(default_factory=list)
-    grants: list[Grant] = Field(default_factory=list)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _upgrade(cls, data: Any) -> Any:
-        """Read snapshots written before calls were bound: records without a digest get one
-        (`ApprovalRecord.__post_init__`); a grant's `used_by` of plain call ids is bound to the
-        grant's own arguments, or to nothing reusable when it allows any arguments."""
-        if isinstance(data, Mapping) and isinstance(data.get("grants"), list):
-            data = {**data, "grants": [_upgrade_grant(g) for g in data["grants"]]}
-        return data
-
-
-def _upgrade_grant(data: Any) -> Any:
-    used_by = data.get("used_by") if isinstance(data, Mapping) else None
-    if not isinstance(used_by, list | tuple) or not any(isinstance(u, str) for u in used_by):
-        return data
-    tool, arguments = data.get("tool"), data.get("arguments")
-    if not isinstance(tool, str):
-        return data  # validation names the bad tool
-    digest = "" if arguments is None else arguments_digest(tool, arguments)
-    bound = [(u, digest) if isinstance(u, str) else u for u in used_by]
-    return {**data, "used_by": bound}
 
 
 class ApprovalStore:
@@ -374,8 +243,10 @@ class ApprovalStore:
 
     def to_dict(self) -> dict[str, Any]:
         """Requests and grants as JSON-ready data (subscribers are not part of it)."""
+        from jianmu_bt.guard.snapshots import ApprovalsSnapshot  # pydantic, on first use
+
         with self._lock:
-            snap = _StoreSnapshot(records=list(self._records.values()), grants=self.grants())
+            snap = ApprovalsSnapshot(records=list(self._records.values()), grants=self.grants())
         return snap.model_dump(mode="json")
 
     @classmethod
@@ -388,10 +259,9 @@ class ApprovalStore:
     def restore(self, data: Mapping[str, Any]) -> None:
         """Replace requests and grants with a snapshot's, keeping subscribers; GuardSnapshotError
         names a bad entry and leaves the store as it was."""
-        try:
-            snap = _StoreSnapshot.model_validate(data)
-        except ValidationError as exc:
-            raise GuardSnapshotError.from_validation_error("approval store", exc) from None
+        from jianmu_bt.guard.snapshots import ApprovalsSnapshot, load_snapshot
+
+        snap = load_snapshot(ApprovalsSnapshot, "approval store", data)
         with self._lock:
             self._records = {r.call_id: r for r in snap.records}
             self._grants = {g.id: g for g in snap.grants}

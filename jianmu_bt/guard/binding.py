@@ -11,7 +11,7 @@ import hashlib
 import json
 from typing import Any
 
-from jianmu_bt.guard.policy import canonical_tool_name
+from jianmu_bt.guard.names import canonical_tool_name
 
 #: Hex characters kept of the sha256 (128 bits).
 DIGEST_LENGTH = 32

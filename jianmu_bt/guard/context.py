@@ -12,24 +12,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError
-
-from jianmu_bt.guard.errors import GuardSnapshotError
+from typing import Any
 
 #: Timestamps kept per tool; a RateLimit may not ask for more calls per window than this.
 HISTORY_LIMIT = 1000
 
 Clock = Callable[[], float]
-
-
-class _ContextSnapshot(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    version: Literal[1] = 1
-    effect_counts: dict[str, NonNegativeInt] = Field(default_factory=dict)
-    call_times: dict[str, list[float]] = Field(default_factory=dict)
 
 
 class GuardContext:
@@ -129,10 +117,9 @@ class GuardContext:
 
         A bad snapshot raises GuardSnapshotError naming the entry and changes nothing.
         """
-        try:
-            snap = _ContextSnapshot.model_validate(data)
-        except ValidationError as exc:
-            raise GuardSnapshotError.from_validation_error("guard context", exc) from None
+        from jianmu_bt.guard.snapshots import ContextSnapshot, load_snapshot  # pydantic, lazily
+
+        snap = load_snapshot(ContextSnapshot, "guard context", data)
         self.effect_counts = {k.lower(): v for k, v in snap.effect_counts.items()}
         self._call_times = {
             k.lower(): deque(sorted(v), maxlen=HISTORY_LIMIT) for k, v in snap.call_times.items()

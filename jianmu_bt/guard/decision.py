@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from jianmu_bt.tools import ToolResult
+from jianmu_bt.tools.calls import ToolResult
 
 
 class Decision(StrEnum):

@@ -20,31 +20,25 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-
-from jianmu_bt.guard.approvals import ApprovalStatus, ApprovalStore, reused_id_reason
-from jianmu_bt.guard.config import GuardConfig
+from jianmu_bt.guard.approval_records import ApprovalStatus, reused_id_reason
+from jianmu_bt.guard.approvals import ApprovalStore
 from jianmu_bt.guard.context import GuardContext
 from jianmu_bt.guard.decision import Decision, GuardVerdict
-from jianmu_bt.guard.errors import GuardSnapshotError
-from jianmu_bt.guard.policy import Policy, call_names, canonical_tool_name, tool_key
-from jianmu_bt.tools import Tool, ToolCall, ToolSet
+from jianmu_bt.guard.names import call_names, canonical_tool_name, tool_key
+from jianmu_bt.tools.calls import ToolCall
+
+if TYPE_CHECKING:
+    from jianmu_bt.guard.config import GuardConfig
+    from jianmu_bt.guard.policy import Policy
+    from jianmu_bt.tools import Tool, ToolSet
 
 logger = logging.getLogger(__name__)
 
 #: The `policy` of verdicts that come from reviewers rather than from a policy.
 APPROVAL_POLICY = "approval"
 GRANT_POLICY = "grant"
-
-
-class _EnforcerSnapshot(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    version: Literal[1] = 1
-    context: dict[str, Any]
-    approvals: dict[str, Any]
 
 
 class GuardEnforcer:
@@ -82,6 +76,8 @@ class GuardEnforcer:
     ) -> GuardEnforcer:
         """An enforcer from the YAML shape `{allow, deny, confirm, approve, budgets,
         rate_limits}`; GuardConfigError names any unknown key or bad value."""
+        from jianmu_bt.guard.config import GuardConfig  # its pydantic model, built on first use
+
         return cls(GuardConfig.coerce(config).build_policies(), approvals, context)
 
     # -- checking ---------------------------------------------------------------------------
@@ -187,10 +183,9 @@ class GuardEnforcer:
     def restore(self, data: Mapping[str, Any]) -> None:
         """Load a `snapshot()` into this enforcer in place (subscribers, clock and state view are
         kept). A bad snapshot raises GuardSnapshotError and changes nothing."""
-        try:
-            snap = _EnforcerSnapshot.model_validate(data)
-        except ValidationError as exc:
-            raise GuardSnapshotError.from_validation_error("guard", exc) from None
+        from jianmu_bt.guard.snapshots import EnforcerSnapshot, load_snapshot
+
+        snap = load_snapshot(EnforcerSnapshot, "guard", data)
         GuardContext.from_dict(snap.context)  # validate before anything changes
         self.approvals.restore(snap.approvals)
         self.context.restore(snap.context)

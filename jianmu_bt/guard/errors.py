@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+if TYPE_CHECKING:  # only read here: pydantic is imported by whoever validates
+    from pydantic import ValidationError
 
 
 def describe_validation_error(error: ValidationError) -> list[dict[str, Any]]:

@@ -26,15 +26,19 @@ loader builds an agent's executor before the run's `services["guard"]` is known,
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jianmu_bt.guard.approvals import ApprovalStore
 from jianmu_bt.guard.context import GuardContext
 from jianmu_bt.guard.decision import Decision, GuardVerdict
 from jianmu_bt.guard.enforcer import GuardEnforcer
 from jianmu_bt.guard.errors import GuardSnapshotError
-from jianmu_bt.guard.policy import Policy, tool_key
-from jianmu_bt.tools import Tool, ToolCall, ToolSet
+from jianmu_bt.guard.names import tool_key
+from jianmu_bt.tools.calls import ToolCall
+
+if TYPE_CHECKING:
+    from jianmu_bt.guard.policy import Policy
+    from jianmu_bt.tools import Tool, ToolSet
 
 OuterGuard = GuardEnforcer | Callable[[], GuardEnforcer | None] | None
 """The outer level: an enforcer, a function returning one (or None), or None."""
@@ -55,7 +59,8 @@ class LayeredGuard:
     def outer(self) -> GuardEnforcer | None:
         """The outer level now (None when there is none, or when it is the inner one)."""
         outer = self._outer() if callable(self._outer) else self._outer
-        return None if outer is self.inner or outer is self else outer
+        me: object = self  # a look-up may find this very guard (the run's guard is this one)
+        return None if outer is self.inner or outer is me else outer
 
     @property
     def layers(self) -> list[GuardEnforcer]:

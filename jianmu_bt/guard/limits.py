@@ -11,11 +11,15 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from jianmu_bt.guard.context import HISTORY_LIMIT, GuardContext
 from jianmu_bt.guard.decision import Decision, GuardVerdict
-from jianmu_bt.guard.policy import BasePolicy, canonical_tool_name, tool_key
-from jianmu_bt.tools import Tool, ToolCall
+from jianmu_bt.guard.names import canonical_tool_name, tool_key
+from jianmu_bt.guard.policy import BasePolicy
+
+if TYPE_CHECKING:
+    from jianmu_bt.tools import Tool, ToolCall
 
 _UNITS = {"": 1.0, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "hour": 3600.0}
 _RATE_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+(?:\.\d+)?)?\s*(s|sec|m|min|h|hour)?\s*$")

@@ -7,12 +7,15 @@ also refuses a call to `bash`, and a call to `file_write` is the same as one to 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from jianmu_bt.guard.context import GuardContext
 from jianmu_bt.guard.decision import Decision, GuardVerdict
-from jianmu_bt.guard.policy import BasePolicy, call_names, canonical_names
-from jianmu_bt.tools import Tool, ToolCall
+from jianmu_bt.guard.names import call_names, canonical_names
+from jianmu_bt.guard.policy import BasePolicy
+
+if TYPE_CHECKING:
+    from jianmu_bt.guard.context import GuardContext
+    from jianmu_bt.tools import Tool, ToolCall
 
 
 class _NameListPolicy(BasePolicy):

@@ -18,14 +18,15 @@ import inspect
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
-
-from jianmu_bt.guard.context import GuardContext
 from jianmu_bt.guard.decision import Decision, GuardVerdict
-from jianmu_bt.guard.policy import BasePolicy, call_names, canonical_names
-from jianmu_bt.tools import Tool, ToolCall
+from jianmu_bt.guard.names import call_names, canonical_names
+from jianmu_bt.guard.policy import BasePolicy
+
+if TYPE_CHECKING:
+    from jianmu_bt.guard.context import GuardContext
+    from jianmu_bt.tools import Tool, ToolCall
 
 Predicate = Callable[..., Any]
 ANY_TOOL = "*"
@@ -146,6 +147,8 @@ def host_not_in(hosts: Iterable[str], key: str | Iterable[str] = "url") -> Predi
     allowed = ", ".join(sorted(exact | {f"*{s}" for s in suffixes})) or "none"
 
     def not_allowed(arguments: Any) -> str | bool:
+        import httpx  # its URL parser, loaded with the first check (not with the guard)
+
         for name, value in _argument(arguments, keys):
             try:
                 host = httpx.URL(str(value)).host.lower()

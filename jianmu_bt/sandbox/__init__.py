@@ -1,46 +1,34 @@
 """Execution runners: where a tool call runs (this process, or an isolating sandbox).
 
 `InProcessRunner` runs a call here; `LocalSandbox` runs it in an isolated child process;
-`DockerSandbox` in a container (its module, and the docker SDK, load only when first used).
+`DockerSandbox` in a container. Each name is imported from its module on first use
+(`jianmu_bt._lazy`): the sandbox worker, started as `jianmu_bt.sandbox.worker`, loads only the
+modules it runs, and the docker SDK loads only with DockerSandbox.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from jianmu_bt.sandbox.context import inside_sandbox
-from jianmu_bt.sandbox.factory import RUNNER_KINDS, create_runner
-from jianmu_bt.sandbox.limits import SandboxLimits
-from jianmu_bt.sandbox.local import LocalSandbox
-from jianmu_bt.sandbox.plan import IsolationReport
-from jianmu_bt.tools.runners import InProcessRunner, RunnableTool, ToolRunner
-from jianmu_bt.sandbox.toolspec import ToolNotPortableError
+from jianmu_bt._lazy import lazy_exports
 
-_LAZY = {
-    "DockerSandbox": "jianmu_bt.sandbox.docker",
-    "SandboxUnavailableError": "jianmu_bt.sandbox.docker",
-}
-
-__all__ = [
-    "RUNNER_KINDS",
-    "DockerSandbox",
-    "InProcessRunner",
-    "IsolationReport",
-    "LocalSandbox",
-    "RunnableTool",
-    "SandboxLimits",
-    "SandboxUnavailableError",
-    "ToolNotPortableError",
-    "ToolRunner",
-    "create_runner",
-    "inside_sandbox",
-]
+if TYPE_CHECKING:  # what type checkers and IDEs see
+    from jianmu_bt.sandbox.base import SandboxUnavailableError as SandboxUnavailableError
+    from jianmu_bt.sandbox.context import inside_sandbox as inside_sandbox
+    from jianmu_bt.sandbox.docker import DockerSandbox as DockerSandbox
+    from jianmu_bt.sandbox.factory import (
+        RUNNER_KINDS as RUNNER_KINDS,
+        create_runner as create_runner,
+    )
+    from jianmu_bt.sandbox.limits import SandboxLimits as SandboxLimits
+    from jianmu_bt.sandbox.local import LocalSandbox as LocalSandbox
+    from jianmu_bt.sandbox.plan import IsolationReport as IsolationReport
+    from jianmu_bt.sandbox.toolspec import ToolNotPortableError as ToolNotPortableError
+    from jianmu_bt.tools.runners import (
+        InProcessRunner as InProcessRunner,
+        RunnableTool as RunnableTool,
+        ToolRunner as ToolRunner,
+    )
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'jianmu_bt.sandbox' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = lazy_exports(__name__, globals())

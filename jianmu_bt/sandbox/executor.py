@@ -16,7 +16,7 @@ import os
 from typing import Any
 
 from jianmu_bt.sandbox import isolation
-from jianmu_bt.sandbox.limits import format_size, limit_error
+from jianmu_bt.sandbox.failures import format_size, limit_error
 from jianmu_bt.sandbox.toolspec import ToolNotPortableError, recreate_tool, spec_key
 
 

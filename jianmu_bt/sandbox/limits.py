@@ -1,4 +1,4 @@
-"""SandboxLimits: what one sandboxed call may use, and the errors that name an exceeded limit.
+"""SandboxLimits: what one sandboxed call may use (the errors naming an exceeded limit: `failures`).
 
 Limits are an explicit object with sensible defaults (never numbers buried in code). Sizes accept
 bytes or a string with a unit (`"512MiB"`, `"1g"`, `"64k"`), so they read well in YAML.
@@ -8,17 +8,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+# The failures live in `failures` (no pydantic, for the worker); importable from here as before.
+from jianmu_bt.sandbox.failures import (
+    LimitName as LimitName,
+    format_size as format_size,
+    limit_error as limit_error,
+    sandbox_error as sandbox_error,
+)
 
 #: Tasks (processes and threads) a sandbox itself needs on top of `max_processes`: the worker
 #: and its threads, its fork server, a spare call process and the running call's own process with
 #: their threads (and, in a container, the init). LocalSandbox's pids cgroup and RLIMIT_NPROC and
 #: DockerSandbox's pids limit all add this margin.
 WORKER_TASKS = 16
-#: The limits a call can hit; every limit error names one of these.
-LimitName = Literal["timeout", "memory", "cpu", "processes", "output", "files"]
 
 _UNITS = {
     "": 1,
@@ -47,14 +53,6 @@ def parse_size(value: int | float | str) -> int:
     if match is None or unit not in _UNITS:
         raise ValueError(f"cannot read size {value!r}: use bytes or a string like '512MiB', '1g'")
     return int(float(match.group(1)) * _UNITS[unit])
-
-
-def format_size(n: int) -> str:
-    """A short human form of a byte count ("512 MiB")."""
-    for unit, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if n >= size:
-            return f"{n / size:.4g} {unit}"
-    return f"{n} bytes"
 
 
 class SandboxLimits(BaseModel):
@@ -119,17 +117,3 @@ class SandboxLimits(BaseModel):
         """Whether a call with these limits is online in a sandbox whose option is
         `sandbox_network`: both must allow it (the limits allow unless they say False)."""
         return bool(sandbox_network) and self.network is not False
-
-
-def limit_error(limit: LimitName, detail: str) -> dict[str, Any]:
-    """The raw result of a call that hit `limit`: a failure whose error names the limit.
-
-    `ToolResult.from_raw` reads it as `ok=False` with the error text; the extra `limit` key lets
-    callers branch on the limit without parsing text.
-    """
-    return {"ok": False, "error": f"Error: {limit} limit exceeded: {detail}", "limit": limit}
-
-
-def sandbox_error(detail: str) -> dict[str, Any]:
-    """The raw result of a call the sandbox could not run (not a limit): a failure saying why."""
-    return {"ok": False, "error": f"Error: sandbox: {detail}"}

@@ -28,12 +28,12 @@ import sys
 from typing import Any
 
 from jianmu_bt.sandbox import isolation
+from jianmu_bt.sandbox.call_process import ChildProcess
 from jianmu_bt.sandbox.cgroups import own_cgroup_hits
 from jianmu_bt.sandbox.context import mark_inside_sandbox
 from jianmu_bt.sandbox.executor import Executor, encode
+from jianmu_bt.sandbox.failures import limit_error, sandbox_error
 from jianmu_bt.sandbox.forkserver import ForkServer, ForkServerGone
-from jianmu_bt.sandbox.limits import limit_error, sandbox_error
-from jianmu_bt.sandbox.process import ChildProcess
 from jianmu_bt.sandbox.toolspec import ToolNotPortableError, recreate_tool
 
 #: Bootstrap run as `python -I -B -c BOOTSTRAP '<json sys.path>'`: isolated mode ignores PYTHON*
