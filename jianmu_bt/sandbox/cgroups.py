@@ -111,7 +111,14 @@ class CgroupSet:
         return Path(mount_point, relative, name).resolve()
 
     @classmethod
-    def _create_v1(cls, name, own, mounts, pids_max, memory_max) -> tuple[CgroupSet, str]:
+    def _create_v1(
+        cls,
+        name: str,
+        own: dict[str, str],
+        mounts: dict[str, tuple[str, str]],
+        pids_max: int | None,
+        memory_max: int | None,
+    ) -> tuple[CgroupSet, str]:
         pids_dir = cls._dir(mounts["pids"], own.get("pids", "/"), name)
         pids_dir.mkdir()
         (pids_dir / "pids.max").write_text(str(pids_max) if pids_max else "max")
@@ -130,7 +137,14 @@ class CgroupSet:
         return cls(pids_dir, memory_dir, 1, files), ""
 
     @classmethod
-    def _create_v2(cls, name, own, mount, pids_max, memory_max) -> tuple[CgroupSet | None, str]:
+    def _create_v2(
+        cls,
+        name: str,
+        own: dict[str, str],
+        mount: tuple[str, str],
+        pids_max: int | None,
+        memory_max: int | None,
+    ) -> tuple[CgroupSet | None, str]:
         parent = cls._dir(mount, own.get("", "/"), "")
         enabled = (parent / "cgroup.subtree_control").read_text().split()
         if "pids" not in enabled:

@@ -34,10 +34,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 import shutil
 import tempfile
-import uuid
 import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -45,26 +43,14 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from jianmu_bt.sandbox.docker_channel import AttachChannel, ChannelClosed
-from jianmu_bt.sandbox.limits import (
-    WORKER_TASKS,
-    SandboxLimits,
-    format_size,
-    limit_error,
-    sandbox_error,
-)
+from jianmu_bt.sandbox.base import Sandbox, SandboxCall, SandboxUnavailableError
+from jianmu_bt.sandbox.docker_channel import AttachChannel
+from jianmu_bt.sandbox.failures import format_size, limit_error, sandbox_error
+from jianmu_bt.sandbox.limits import WORKER_TASKS, SandboxLimits
 from jianmu_bt.sandbox.plan import SECRET_PATTERNS, MountPlan, SecretScanError, shared_code_roots
-from jianmu_bt.sandbox.process import ReplyTooLarge
-from jianmu_bt.tools.runners import RunnableTool
-from jianmu_bt.sandbox.toolspec import ToolNotPortableError, describe_tool
 from jianmu_bt.sandbox.worker import BOOTSTRAP
 
 WORKSPACE = "/workspace"
-_PER_CALL_LIMITS = ("cpu_seconds", "max_output_bytes", "memory_bytes", "max_file_bytes")
-
-
-class SandboxUnavailableError(RuntimeError):
-    """The sandbox cannot work here (no docker SDK, no reachable engine, no image)."""
 
 
 def _numeric_user(user: str) -> tuple[int, int] | None:
@@ -85,7 +71,7 @@ def _docker_module() -> Any:
     return docker
 
 
-class DockerSandbox:
+class DockerSandbox(Sandbox[AttachChannel]):
     """A ToolRunner that runs every call in a Docker container (see the module doc).
 
     Args:
@@ -106,6 +92,8 @@ class DockerSandbox:
         start_timeout: seconds a container may take to start, on top of each call's timeout.
     """
 
+    worker_noun = "container"
+
     def __init__(
         self,
         image: str = "python:3.11-slim",
@@ -123,10 +111,8 @@ class DockerSandbox:
         docker_host: str | None = None,
         start_timeout: float = 60.0,
     ) -> None:
+        super().__init__(limits, warm=warm, network=network)
         self.image = image
-        self.limits = limits if isinstance(limits, SandboxLimits) else SandboxLimits(**limits or {})
-        self.warm = warm
-        self.network = network
         self.user = user
         self.python = python
         self.share_code = share_code
@@ -140,7 +126,6 @@ class DockerSandbox:
         self._switch_to = _numeric_user(user)
         self.docker_host = docker_host
         self.start_timeout = start_timeout
-        self.id = uuid.uuid4().hex[:12]
         self._owned_workspace = workspace is None
         self.workspace = (
             tempfile.mkdtemp(prefix="jianmu-dws-") if workspace is None else str(workspace)
@@ -150,67 +135,14 @@ class DockerSandbox:
             self._cleanup = weakref.finalize(self, shutil.rmtree, self.workspace, True)
         self._prepare_workspace()
         self._client: Any = None
-        self._workers: dict[bool, AttachChannel] = {}  # warm containers, by network access
-        self._lock = anyio.Lock()
-        self._ids = iter(range(1, 1 << 62))
 
     # -- public API -------------------------------------------------------------------------
-
-    async def run(self, tool: RunnableTool, args: Any) -> Any:
-        """Run `tool` with `args` in a container; returns the raw result or an error."""
-        try:
-            spec = describe_tool(tool)
-            json.dumps(args)
-        except ToolNotPortableError as exc:
-            return sandbox_error(str(exc))
-        except (TypeError, ValueError) as exc:
-            return sandbox_error(f"the arguments of '{tool.name}' are not JSON: {exc}")
-        limits = self.limits.tightened(getattr(tool, "sandbox_limits", None))
-        online = limits.allows_network(self.network)
-        async with self._lock:
-            worker = self._workers.get(online) if self.warm else None
-            if worker is None or not worker.usable:
-                try:
-                    worker = await self._start(self.limits if self.warm else limits, online)
-                except SandboxUnavailableError as exc:
-                    return sandbox_error(str(exc))
-                if self.warm:
-                    self._workers[online] = worker
-            try:
-                return await self._call(worker, spec, args, limits)
-            finally:
-                if not self.warm or not worker.usable:
-                    with anyio.CancelScope(shield=True):
-                        await worker.remove()
-                    if self._workers.get(online) is worker:
-                        del self._workers[online]
 
     async def check(self) -> str:
         """The engine's version; raises SandboxUnavailableError when it cannot be used."""
         client = await self._get_client()
         version = await anyio.to_thread.run_sync(client.version)
         return str(version.get("Version"))
-
-    async def aclose(self) -> None:
-        """Remove the warm container (and any container this sandbox left); remove the workspace."""
-        async with self._lock:
-            for worker in self._workers.values():
-                with anyio.CancelScope(shield=True):
-                    await worker.remove()
-            self._workers.clear()
-            if self._client is not None:
-                with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(self._remove_leftovers)
-                self._client.close()
-                self._client = None
-        if self._owned_workspace:
-            self._cleanup()
-
-    async def __aenter__(self) -> DockerSandbox:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     def __repr__(self) -> str:
         return f"DockerSandbox({self.image!r}, warm={self.warm}, network={self.network})"
@@ -285,10 +217,12 @@ class DockerSandbox:
             kwargs["nano_cpus"] = int(limits.cpus * 1e9)
         return kwargs
 
-    async def _start(self, limits: SandboxLimits, network: bool) -> AttachChannel:
+    async def _start_worker(
+        self, limits: SandboxLimits, *, warm: bool, online: bool
+    ) -> AttachChannel:
         client = await self._get_client()
         try:  # walking the mounted directories for secrets may take a moment: not on the loop
-            kwargs = await anyio.to_thread.run_sync(self._create_kwargs, limits, network)
+            kwargs = await anyio.to_thread.run_sync(self._create_kwargs, limits, online)
         except SecretScanError as exc:
             raise SandboxUnavailableError(f"cannot plan the container's mounts: {exc}") from exc
         docker = _docker_module()
@@ -311,7 +245,7 @@ class DockerSandbox:
             ) from exc
         config = {
             "limits": limits.model_dump(),
-            "warm": self.warm,
+            "warm": warm,
             "workspace": WORKSPACE,
             "report_hits": True,
         }
@@ -331,56 +265,31 @@ class DockerSandbox:
             raise
         return channel
 
-    async def _call(
-        self, worker: AttachChannel, spec: dict[str, Any], args: Any, limits: SandboxLimits
-    ) -> Any:
-        per_call = {k: getattr(limits, k) for k in _PER_CALL_LIMITS}
-        nonce = secrets.token_hex(16)
-        request = {"id": next(self._ids), "nonce": nonce, "tool": spec, "args": args}
-        request["limits"] = per_call
-        before = worker.hits
-        try:
-            with anyio.fail_after(limits.timeout):
-                reply = await worker.request(request, limits.max_output_bytes + (1 << 16))
-        except TimeoutError:
-            worker.usable = False
-            worker.refresh_hits()
-            detail = f"the call ran longer than {limits.timeout:g} s; the container was removed"
-            return self._with_hits(limit_error("timeout", detail), worker, before, limits)
-        except ReplyTooLarge:
-            worker.usable = False
-            return limit_error(
-                "output", f"the result is over the {limits.max_output_bytes:,}-byte limit"
-            )
-        except ChannelClosed:
-            worker.usable = False
-            return await self._died(worker, before, limits)
-        except BaseException:
-            worker.usable = False
-            raise
-        if reply.get("id") != request["id"] or reply.get("nonce") != nonce:
-            worker.usable = False
-            detail = "the reply did not carry this call's id and nonce; the container was replaced"
-            return sandbox_error(detail)
-        raw = self._with_hits(reply.get("raw"), worker, before, limits)
-        if reply.get("restart") or raw is not reply.get("raw") or worker.stray_bytes():
-            worker.usable = False  # a limit was hit, or something else wrote on the channel
-        return raw
+    async def _dispatch(self, call: SandboxCall) -> Any:
+        # Cold calls too, one at a time: they share the engine client, and `aclose` removes
+        # whatever containers this sandbox left.
+        async with self._lock:
+            return await (self._run_warm(call) if self.warm else self._run_cold(call))
 
-    def _with_hits(
-        self, raw: Any, worker: AttachChannel, before: dict, limits: SandboxLimits
-    ) -> Any:
-        after = worker.hits
-        said = raw.get("error") if isinstance(raw, dict) else None
-        suffix = f" ({said})" if said else ""
-        if isinstance(raw, dict) and raw.get("limit") in ("memory", "processes"):
-            return raw
-        if after.get("processes", 0) > before.get("processes", 0):
-            detail = f"the call tried to run more than {limits.max_processes} processes{suffix}"
-            return limit_error("processes", detail)
-        return raw
+    async def _retire(self, worker: AttachChannel) -> None:
+        worker.usable = False  # removed once the call is over (its state explains a death)
+        worker.refresh_hits()
 
-    async def _died(self, worker: AttachChannel, before: dict, limits: SandboxLimits) -> Any:
+    async def _close(self, worker: AttachChannel) -> None:
+        with anyio.CancelScope(shield=True):
+            await worker.remove()
+
+    async def _release(self) -> None:
+        if self._client is not None:
+            await anyio.to_thread.run_sync(self._remove_leftovers)
+            self._client.close()
+            self._client = None
+        if self._owned_workspace:
+            self._cleanup()
+
+    async def _died(
+        self, worker: AttachChannel, before: Mapping[str, int], limits: SandboxLimits
+    ) -> Any:
         state = await worker.state()
         if state.get("OOMKilled"):
             size = format_size(limits.memory_bytes or 0)

@@ -26,8 +26,8 @@ import sys
 from typing import Any, NoReturn
 
 from jianmu_bt.sandbox import isolation
+from jianmu_bt.sandbox.call_process import ChildProcess, pidfd_open
 from jianmu_bt.sandbox.executor import Executor, encode
-from jianmu_bt.sandbox.process import ChildProcess, pidfd_open
 from jianmu_bt.sandbox.toolspec import recreate_tool, spec_key
 
 
@@ -48,7 +48,9 @@ class ForkServer:
         theirs.close()
         self.pid, self.ctl, self.pidfd = pid, ours, pidfd_open(pid)
 
-    def _ask(self, message: dict[str, Any], answer: bool = True) -> tuple[dict, list[int]]:
+    def _ask(
+        self, message: dict[str, Any], answer: bool = True
+    ) -> tuple[dict[str, Any], list[int]]:
         try:
             self.ctl.send(encode(message))
             if not answer:

@@ -22,17 +22,13 @@ Every reply must carry its call's id and a fresh random nonce, or the worker is 
 
 from __future__ import annotations
 
-import contextlib
-import itertools
 import json
 import logging
 import os
-import secrets
 import shutil
 import signal
 import sys
 import tempfile
-import uuid
 import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -40,33 +36,26 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from jianmu_bt.sandbox.base import Sandbox, SandboxCall, SandboxUnavailableError
 from jianmu_bt.sandbox.cgroups import CgroupSet
+from jianmu_bt.sandbox.failures import limit_error, sandbox_error
 from jianmu_bt.sandbox.isolation import ISOLATE_POLICIES, count_user_tasks, placement
-from jianmu_bt.sandbox.limits import (
-    WORKER_TASKS,
-    SandboxLimits,
-    format_size,
-    limit_error,
-    sandbox_error,
-)
+from jianmu_bt.sandbox.limits import WORKER_TASKS, SandboxLimits
 from jianmu_bt.sandbox.plan import SECRET_PATTERNS, IsolationPlan, IsolationReport
-from jianmu_bt.sandbox.process import ReplyTooLarge, WorkerGone, WorkerProcess
-from jianmu_bt.tools.runners import RunnableTool
-from jianmu_bt.sandbox.toolspec import ToolNotPortableError, describe_tool
+from jianmu_bt.sandbox.process import WorkerProcess
 from jianmu_bt.sandbox.worker import BOOTSTRAP
 
 logger = logging.getLogger(__name__)
 
 #: Environment variables passed through by default; everything else is dropped.
 DEFAULT_ENV_ALLOW: tuple[str, ...] = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM")
-_PER_CALL_LIMITS = ("cpu_seconds", "max_output_bytes", "memory_bytes", "max_file_bytes")
 
 
 class _Holder:
     """What the finaliser needs without keeping the sandbox alive."""
 
-    def __init__(self) -> None:
-        self.workers: dict[bool, WorkerProcess] = {}  # warm workers by network (online or not)
+    def __init__(self, workers: dict[bool, WorkerProcess]) -> None:
+        self.workers = workers  # the sandbox's warm workers
         self.workspace_owned: str | None = None
 
     def close(self) -> None:
@@ -77,7 +66,7 @@ class _Holder:
             self.workspace_owned = None
 
 
-class LocalSandbox:
+class LocalSandbox(Sandbox[WorkerProcess]):
     """A ToolRunner that runs every call in a sandboxed child process (see the module doc).
 
     Args:
@@ -103,6 +92,10 @@ class LocalSandbox:
             (`plan.SECRET_PATTERNS`: .env, keys, ...; covered with empty ones); `()` shows them.
     """
 
+    # A worker's private cgroup counts both limits (DockerSandbox learns of an out-of-memory
+    # kill from the container's state instead).
+    watched_hits = ("memory", "processes")
+
     def __init__(
         self,
         limits: SandboxLimits | Mapping[str, Any] | None = None,
@@ -123,17 +116,14 @@ class LocalSandbox:
             raise ValueError(
                 f"LocalSandbox(isolate_calls={isolate_calls!r}): choose one of {ISOLATE_POLICIES}"
             )
+        super().__init__(limits, warm=warm, network=network)
         self.isolate_calls = isolate_calls
         self.secret_patterns = tuple(secret_patterns)
-        self.limits = limits if isinstance(limits, SandboxLimits) else SandboxLimits(**limits or {})
-        self.id = uuid.uuid4().hex[:12]
-        self.warm = warm
-        self.network = network
         self.plan = IsolationPlan.for_machine(user, network)
         self.python = python or sys.executable
         self.tmp_size = tmp_size
         self.start_timeout = start_timeout
-        self._holder = _Holder()
+        self._holder = _Holder(self._workers)
         self._finalizer = weakref.finalize(self, _Holder.close, self._holder)
         if workspace is None:
             self.workspace = tempfile.mkdtemp(prefix="jianmu-ws-")
@@ -144,71 +134,33 @@ class LocalSandbox:
         if self.plan.user is not None:
             os.chown(self.workspace, self.plan.user[0], self.plan.user[1])
         self._env = self._child_env(env or {}, env_allow)
-        self._lock = anyio.Lock()
-        self._ids = itertools.count(1)
-        self._specs: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
         self._report: IsolationReport | None = None
         self._warned = False
 
     # -- public API -------------------------------------------------------------------------
 
-    async def run(self, tool: RunnableTool, args: Any) -> Any:
-        """Run `tool` with `args` in a sandboxed worker; returns the raw result or an error."""
-        try:
-            spec = self._spec(tool)
-            json.dumps(args)
-        except ToolNotPortableError as exc:
-            return sandbox_error(str(exc))
-        except (TypeError, ValueError) as exc:
-            return sandbox_error(f"the arguments of '{tool.name}' are not JSON: {exc}")
-        limits = self.limits.tightened(getattr(tool, "sandbox_limits", None))
-        isolate, session = placement(tool, self.isolate_calls)
-        where = {"isolate": isolate, "session": session}
-        online = limits.allows_network(self.network)  # the sandbox and the call must both allow
-        if not self.warm:
-            worker = await self._start_worker(limits, warm=False, network=online)
-            if isinstance(worker, dict):
-                return worker
-            try:
-                return await self._call(worker, spec, args, limits, where)
-            finally:
-                await worker.akill()
-        async with self._lock:
-            worker = self._holder.workers.get(online)
-            if worker is None or not worker.alive:  # (an offline call of an online sandbox
-                worker = await self._start_worker(self.limits, warm=True, network=online)
-                if isinstance(worker, dict):  # gets an offline warm worker of its own)
-                    return worker
-                self._holder.workers[online] = worker
-            try:
-                return await self._call(worker, spec, args, limits, where)
-            finally:
-                if not worker.alive:
-                    await worker.akill()
-                    self._holder.workers.pop(online, None)
-
     async def start(self) -> IsolationReport:
         """Start the warm worker now (instead of on the first call); returns the isolation report.
 
-        Raises RuntimeError when the worker cannot start.
+        Raises SandboxUnavailableError (a RuntimeError) when the worker cannot start.
         """
         async with self._lock:
-            current = self._holder.workers.get(self.network)
-            if current is None or not current.alive:
-                worker = await self._start_worker(self.limits, warm=self.warm)
-                if isinstance(worker, dict):
-                    raise RuntimeError(worker["error"])
+            current = self._workers.get(self.network)
+            if current is None or not current.usable:
+                if current is not None:
+                    await current.akill()
+                worker = await self._start_worker(self.limits, warm=self.warm, online=self.network)
                 if not self.warm:
                     await worker.akill()
                     return self.isolation
-                self._holder.workers[self.network] = worker
+                self._workers[self.network] = worker
         return self.isolation
 
     @property
     def isolation(self) -> IsolationReport:
         """What this sandbox isolates here (what was planned, until a worker has started)."""
         if self._report is None:
-            planned = {"network": "isolated" if not self.network else None}
+            planned: dict[str, Any] = {"network": "isolated" if not self.network else None}
             if self.plan.user:
                 planned.update(user=self.plan.user[0], mount=[], cgroup=True)
             return IsolationReport.build(self.plan, planned, None)
@@ -217,41 +169,14 @@ class LocalSandbox:
     @property
     def worker_pid(self) -> int | None:
         """The pid of the warm worker (of the sandbox's own network setting), when one runs."""
-        worker = self._holder.workers.get(self.network)
-        return worker.pid if worker is not None and worker.alive else None
-
-    async def aclose(self) -> None:
-        """Kill the warm workers and everything they started; remove a temporary workspace."""
-        with anyio.CancelScope(shield=True):
-            async with self._lock:
-                while self._holder.workers:
-                    await self._holder.workers.popitem()[1].akill()
-                owned, self._holder.workspace_owned = self._holder.workspace_owned, None
-                if owned:
-                    await anyio.to_thread.run_sync(shutil.rmtree, owned, True)
-
-    async def __aenter__(self) -> LocalSandbox:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+        worker = self._workers.get(self.network)
+        return worker.pid if worker is not None and worker.usable else None
 
     def __repr__(self) -> str:
         mode = "warm" if self.warm else "cold"
         return f"LocalSandbox({mode}, workspace={self.workspace!r}, limits={self.limits!r})"
 
     # -- workers ----------------------------------------------------------------------------
-
-    def _spec(self, tool: Any) -> dict[str, Any]:
-        try:
-            spec = self._specs.get(tool)
-        except TypeError:
-            spec = None
-        if spec is None:
-            spec = describe_tool(tool)
-            with contextlib.suppress(TypeError):  # a tool that cannot be weakly referenced
-                self._specs[tool] = spec
-        return spec
 
     def _child_env(self, extra: Mapping[str, str], allow: Iterable[str]) -> dict[str, str]:
         path = [
@@ -272,7 +197,7 @@ class LocalSandbox:
 
     def _config(
         self, limits: SandboxLimits, warm: bool, cgroup: CgroupSet | None, network: bool
-    ) -> dict:
+    ) -> dict[str, Any]:
         plan = self.plan
         nproc = None
         if cgroup is None and limits.max_processes and (plan.user or not plan.as_root):
@@ -292,27 +217,28 @@ class LocalSandbox:
         }
 
     async def _start_worker(
-        self, limits: SandboxLimits, warm: bool, network: bool | None = None
-    ) -> WorkerProcess | dict:
-        network = self.network if network is None else network
+        self, limits: SandboxLimits, *, warm: bool, online: bool
+    ) -> WorkerProcess:
         pids_max = limits.max_processes + WORKER_TASKS if limits.max_processes else None
         cgroup, reason = CgroupSet.create(pids_max, limits.memory_bytes, tag=self.id)
         argv = [self.python, "-I", "-B", "-c", BOOTSTRAP, json.dumps(sys.path)]
         try:
-            config = self._config(limits, warm, cgroup, network)
+            config = self._config(limits, warm, cgroup, online)
             worker = WorkerProcess(argv, self._env, config, cgroup)
         except OSError as exc:
-            return sandbox_error(f"cannot start the worker {self.python!r}: {exc}")
+            detail = f"cannot start the worker {self.python!r}: {exc}"
+            raise SandboxUnavailableError(detail) from exc
         try:
             with anyio.fail_after(self.start_timeout):
                 ready = await worker.start()
         except (RuntimeError, TimeoutError) as exc:
             await worker.akill()
-            return sandbox_error(str(exc) or f"the worker did not start in {self.start_timeout}s")
+            detail = str(exc) or f"the worker did not start in {self.start_timeout}s"
+            raise SandboxUnavailableError(detail) from exc
         except BaseException:
             await worker.akill()
             raise
-        if network != self.network:  # a call's own offline worker: not what the sandbox gives
+        if online != self.network:  # a call's own offline worker: not what the sandbox gives
             return worker
         self._report = IsolationReport.build(self.plan, ready.get("applied", {}), reason or None)
         if self._report.warnings and not self._warned:
@@ -320,67 +246,28 @@ class LocalSandbox:
             logger.warning("LocalSandbox isolation on this machine:\n%s", self._report.describe())
         return worker
 
-    async def _call(
-        self,
-        worker: WorkerProcess,
-        spec: dict[str, Any],
-        args: Any,
-        limits: SandboxLimits,
-        where: dict[str, Any],
-    ) -> Any:
-        per_call = {k: getattr(limits, k) for k in _PER_CALL_LIMITS}
-        nonce = secrets.token_hex(16)
-        request = {"id": next(self._ids), "nonce": nonce, "tool": spec, "args": args}
-        request.update(limits=per_call, **where)
-        before = worker.hits()
-        try:
-            with anyio.fail_after(limits.timeout):
-                reply = await worker.request(request, limits.max_output_bytes + (1 << 16))
-        except TimeoutError:
-            await worker.akill()
-            detail = f"the call ran longer than {limits.timeout:g} s and was killed"
-            return self._with_hits(limit_error("timeout", detail), worker, before, limits)
-        except ReplyTooLarge:
-            await worker.akill()
-            cap = limits.max_output_bytes
-            return limit_error("output", f"the result is over the {cap:,}-byte limit")
-        except WorkerGone:
-            await worker.akill()
-            return self._died(worker, before, limits)
-        except BaseException:  # cancelled: nothing may outlive the call
-            await worker.akill()
-            raise
-        if reply.get("id") != request["id"] or reply.get("nonce") != nonce:
-            await worker.akill()
-            return sandbox_error(
-                "the worker's reply did not carry this call's id and nonce; the worker was replaced"
-            )
-        raw = self._with_hits(reply.get("raw"), worker, before, limits)
-        if reply.get("restart") or raw is not reply.get("raw") or worker.stray_bytes:
-            await worker.akill()  # a limit was hit, or something else wrote on the channel
-        else:
-            keep = [pid for pid in reply.get("keep") or () if isinstance(pid, int)]
-            await worker.asweep(keep)
-        return raw
+    def _placement(self, call: SandboxCall) -> dict[str, Any]:
+        isolate, session = placement(call.tool, self.isolate_calls)
+        return {"isolate": isolate, "session": session}
 
-    def _with_hits(
-        self, raw: Any, worker: WorkerProcess, before: dict, limits: SandboxLimits
-    ) -> Any:
-        """`raw`, or a limit error when the cgroup saw the process or memory limit reached."""
-        after = worker.hits()
-        said = raw.get("error") if isinstance(raw, dict) else None
-        suffix = f" ({said})" if said else ""
-        if after.get("memory", 0) > before.get("memory", 0) and not _names_limit(raw, "memory"):
-            size = format_size(limits.memory_bytes or 0)
-            return limit_error("memory", f"the call's processes reached {size}{suffix}")
-        if after.get("processes", 0) > before.get("processes", 0):
-            if _names_limit(raw, "processes"):
-                return raw
-            detail = f"the call tried to run more than {limits.max_processes} processes{suffix}"
-            return limit_error("processes", detail)
-        return raw
+    async def _retire(self, worker: WorkerProcess) -> None:
+        await worker.akill()
 
-    def _died(self, worker: WorkerProcess, before: dict, limits: SandboxLimits) -> Any:
+    async def _close(self, worker: WorkerProcess) -> None:
+        await worker.akill()
+
+    async def _settle(self, worker: WorkerProcess, reply: dict[str, Any]) -> None:
+        keep = [pid for pid in reply.get("keep") or () if isinstance(pid, int)]
+        await worker.asweep(keep)
+
+    async def _release(self) -> None:
+        owned, self._holder.workspace_owned = self._holder.workspace_owned, None
+        if owned:
+            await anyio.to_thread.run_sync(shutil.rmtree, owned, True)
+
+    async def _died(
+        self, worker: WorkerProcess, before: Mapping[str, int], limits: SandboxLimits
+    ) -> Any:
         sig = worker.exit_signal()
         cpu = limits.cpu_seconds
         if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu and worker.cpu_used >= cpu):
@@ -392,7 +279,3 @@ class LocalSandbox:
         )
         raw = sandbox_error(f"the worker died unexpectedly ({died})")
         return self._with_hits(raw, worker, before, limits)
-
-
-def _names_limit(raw: Any, limit: str) -> bool:
-    return isinstance(raw, dict) and raw.get("limit") == limit

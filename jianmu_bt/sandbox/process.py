@@ -1,8 +1,7 @@
-"""WorkerProcess: the parent's handle on one LocalSandbox worker process (and ChildProcess: the
-worker's handle on one call process it runs untrusted code in).
+"""WorkerProcess: the parent's handle on one LocalSandbox worker process.
 
-The channel is a Unix socket pair on the child's stdin/stdout, read without blocking through the
-event loop (`anyio.wait_readable`), so a worker is not tied to the event loop that started it.
+The channel (`channel.LineChannel`) is a Unix socket pair on the child's stdin/stdout, read without
+blocking through the event loop, so a worker is not tied to the event loop that started it.
 Killing is total: the process group, then everything left in the worker's cgroup (or, without
 one, in its session), then the worker is reaped and its cgroup removed. The procedure is written
 once, as steps that say how long to pause before looking again (`_kill_steps`): `akill` and
@@ -13,9 +12,7 @@ cancellation; `kill` pauses with `time.sleep`, for a finaliser, where no event l
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import select
 import signal
 import socket
 import subprocess
@@ -24,20 +21,12 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import anyio
+import anyio.to_thread
 
 from jianmu_bt.sandbox.cgroups import CgroupSet
-from jianmu_bt.sandbox.limits import limit_error, sandbox_error
+from jianmu_bt.sandbox.channel import LineChannel
 
-_READ_CHUNK = 1 << 16
 _KILL_DEADLINE = 3.0  # seconds to keep killing (processes can be forked while we kill)
-
-
-class WorkerGone(Exception):
-    """The worker closed its channel (it exited or was killed)."""
-
-
-class ReplyTooLarge(Exception):
-    """A reply line grew past the byte cap before it ended."""
 
 
 def _stat_fields(pid: int | str) -> list[bytes]:
@@ -72,7 +61,7 @@ def _pauses(first: float = 0.0005, longest: float = 0.02) -> Iterator[float]:
         pause = min(pause * 2, longest)
 
 
-class WorkerProcess:
+class WorkerProcess(LineChannel):
     """A started worker: send requests, read replies, kill it and everything it started."""
 
     def __init__(
@@ -82,12 +71,13 @@ class WorkerProcess:
         config: dict[str, Any],
         cgroup: CgroupSet | None,
     ) -> None:
+        super().__init__()
         parent_sock, child_sock = socket.socketpair()
         try:
             self.proc = subprocess.Popen(
                 list(argv),
-                stdin=child_sock,
-                stdout=child_sock,
+                stdin=child_sock.fileno(),
+                stdout=child_sock.fileno(),
                 stderr=subprocess.PIPE,
                 env=dict(env),
                 cwd="/",
@@ -102,67 +92,19 @@ class WorkerProcess:
         finally:
             child_sock.close()
         parent_sock.setblocking(False)
-        self.sock = parent_sock
+        self._sock = parent_sock
         self.pid = self.proc.pid
         self.cgroup = cgroup
         self.config = config
         self.ready: dict[str, Any] = {}
-        self._buffer = bytearray()
         self._killed = False
         self.cpu_used = 0.0
         self._final_hits: dict[str, int] | None = None
-        self._send_line(config)
-
-    # -- channel ----------------------------------------------------------------------------
-
-    def _send_line(self, message: dict[str, Any]) -> None:
-        data = json.dumps(message).encode() + b"\n"
-        self._pending = memoryview(data)
-
-    async def _flush(self) -> None:
-        while self._pending:
-            try:
-                sent = self.sock.send(self._pending)
-            except BlockingIOError:
-                await anyio.wait_writable(self.sock)
-                continue
-            except OSError as exc:
-                raise WorkerGone(str(exc)) from exc
-            self._pending = self._pending[sent:]
-
-    async def _read_line(self, cap: int) -> bytes:
-        while True:
-            end = self._buffer.find(b"\n")
-            if end >= 0:
-                line = bytes(self._buffer[:end])
-                del self._buffer[: end + 1]
-                return line
-            if len(self._buffer) > cap:
-                raise ReplyTooLarge(len(self._buffer))
-            try:
-                chunk = self.sock.recv(_READ_CHUNK)
-            except BlockingIOError:
-                await anyio.wait_readable(self.sock)
-                continue
-            except OSError as exc:
-                raise WorkerGone(str(exc)) from exc
-            if not chunk:
-                raise WorkerGone("the worker closed its channel")
-            self._buffer += chunk
-
-    @property
-    def stray_bytes(self) -> int:
-        """Bytes read past the last reply (a sound worker writes exactly one line per request)."""
-        return len(self._buffer)
+        self.queue(config)  # sent by `start`
 
     async def start(self) -> dict[str, Any]:
         """Send the configuration and wait for the ready line; raises RuntimeError on failure."""
-        try:
-            await self._flush()
-            line = await self._read_line(1 << 20)
-            ready = json.loads(line)
-        except (WorkerGone, ValueError, ReplyTooLarge):
-            ready = {"ready": False}
+        ready = await self.read_ready()
         if not ready.get("ready"):
             stderr = await self._stderr_tail()
             await self.akill()
@@ -185,16 +127,6 @@ class WorkerProcess:
             data = await anyio.to_thread.run_sync(read, abandon_on_cancel=True)
             return data.decode(errors="replace").strip()[-2000:]
         return ""
-
-    async def request(self, message: dict[str, Any], cap: int) -> dict[str, Any]:
-        """Send one request and return its reply (WorkerGone / ReplyTooLarge on failure)."""
-        self._send_line(message)
-        await self._flush()
-        line = await self._read_line(cap)
-        try:
-            return json.loads(line)
-        except ValueError as exc:
-            raise WorkerGone(f"the worker sent an unreadable reply ({exc})") from exc
 
     # -- processes --------------------------------------------------------------------------
 
@@ -248,7 +180,7 @@ class WorkerProcess:
                 (self.cgroup.pids_dir / "cgroup.kill").write_text("1")
         yield from self._terminate(set())
         yield from self._reap_steps()
-        self.sock.close()
+        self._close_socket()
         if self.proc.stderr is not None:
             self.proc.stderr.close()
         if self.cgroup is not None:
@@ -320,78 +252,11 @@ class WorkerProcess:
                 await anyio.sleep(pause)
 
     @property
-    def alive(self) -> bool:
-        """Whether the worker is still running and usable."""
+    def usable(self) -> bool:
+        """Whether the worker is still running and may take another call."""
         return not self._killed and self.proc.poll() is None
 
     def exit_signal(self) -> int | None:
         """The signal that ended the worker, if one did (after it exited)."""
         code = self.proc.poll()
         return -code if code is not None and code < 0 else None
-
-
-def pidfd_open(pid: int) -> int | None:
-    """A descriptor that turns readable when `pid` ends (None where the kernel has none)."""
-    try:
-        return os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        return None
-
-
-class ChildProcess:
-    """The worker's handle on one call process: its socket, and a pidfd that says when it ends."""
-
-    def __init__(self, pid: int, sock: socket.socket) -> None:
-        self.pid = pid
-        self.sock = sock
-        self.buffer = bytearray()
-        self.pidfd = _pidfd(pid)
-
-    def ask(self, request: dict[str, Any], cap: int) -> dict[str, Any] | None:
-        """Send a request and read one reply line; None when the process ended without one."""
-        self.buffer.clear()  # a session's stale output is never taken for this call's reply
-        with contextlib.suppress(OSError):
-            for _ in range(64):
-                if not self.sock.recv(1 << 16, socket.MSG_DONTWAIT):
-                    break
-        try:
-            self.sock.sendall(json.dumps(request).encode() + b"\n")
-        except OSError:
-            return None
-        poller = select.poll()
-        for fd in (self.sock.fileno(), self.pidfd):
-            if fd is not None:
-                poller.register(fd, select.POLLIN)
-        while (end := self.buffer.find(b"\n")) < 0:
-            if len(self.buffer) > cap:
-                return {"raw": limit_error("output", f"the result is over {cap:,} bytes")}
-            ended = self.pidfd in {fd for fd, _ in poller.poll()}
-            try:
-                chunk = self.sock.recv(1 << 16, socket.MSG_DONTWAIT)
-            except BlockingIOError:
-                if ended:
-                    return None
-                continue
-            except OSError:
-                return None
-            if not chunk:
-                return None
-            self.buffer += chunk
-        try:
-            reply = json.loads(self.buffer[:end])
-        except (ValueError, RecursionError):
-            reply = None
-        return reply if isinstance(reply, dict) else {"raw": sandbox_error("an unreadable result")}
-
-    def close(self) -> None:
-        """Close the worker's descriptors for this process."""
-        self.sock.close()
-        if self.pidfd is not None:
-            os.close(self.pidfd)
-
-
-def _pidfd(pid: int) -> int | None:
-    try:
-        return os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        return None

@@ -86,7 +86,7 @@ executor.encode = worker.encode = forkserver.encode = lambda message: (LINE + "\
 executor._jsonable = lambda value: "FORGED"
 toolspec.recreate_tool = lambda spec: None
 base.Tool.execute_local = lambda self, args: FORGED
-repl.PythonREPLTool._execute = lambda self, code, ns: FORGED
+repl.PythonREPLTool._run_code = lambda self, code, ns: FORGED
 json.dumps = lambda *a, **k: LINE
 json.loads = lambda *a, **k: {"id": 2, "raw": FORGED, "restart": False}
 pickle.loads = lambda *a, **k: FORGED

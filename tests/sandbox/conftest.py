@@ -8,11 +8,13 @@ the skip into a failure. Helpers the tests import live in `sandbox_helpers`.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable
+import socket
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
-from sandbox_helpers import IMAGE, docker_problem
+from sandbox_helpers import GREETING, IMAGE, docker_problem
 
 from jianmu_bt.sandbox.docker import DockerSandbox
 from jianmu_bt.sandbox.limits import SandboxLimits
@@ -28,6 +30,30 @@ def docker_ready() -> None:
     if os.environ.get("JIANMU_REQUIRE_DOCKER") == "1":
         pytest.fail(f"JIANMU_REQUIRE_DOCKER=1 but {problem}")
     pytest.skip(f"Docker tests skipped: {problem}")
+
+
+@pytest.fixture
+def server_port() -> Iterator[int]:
+    """A TCP server on 127.0.0.1 that greets every connection with one line (GREETING)."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.sendall(GREETING.encode() + b"\n")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join()
+    server.close()
 
 
 Factory = Callable[..., Any]

@@ -19,6 +19,8 @@ from jianmu_bt.sandbox.local import LocalSandbox
 ROOT = os.geteuid() == 0
 IMAGE = os.environ.get("JIANMU_DOCKER_IMAGE", "jianmu-sandbox-python:test")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+#: The line the `server_port` fixture's server greets every connection with.
+GREETING = "hello from the host"
 
 
 def docker_problem() -> str | None:

@@ -8,13 +8,9 @@ never arrives; `network=True` on the tool (a constructor option, so a tree's `to
 
 from __future__ import annotations
 
-import socket
-import threading
-from collections.abc import Iterator
-
 import pytest
 import sandbox_test_tools as tools
-from sandbox_helpers import IMAGE
+from sandbox_helpers import GREETING, IMAGE
 
 from jianmu_bt.sandbox import DockerSandbox, LocalSandbox, SandboxLimits, SandboxUnavailableError
 from jianmu_bt.tools import ToolSet
@@ -23,32 +19,6 @@ from jianmu_bt.tools.builtin.python_repl import PythonREPLTool
 from jianmu_bt.tools.registry import BuiltinToolProvider
 
 pytestmark = pytest.mark.anyio
-
-GREETING = "hello from the host"
-
-
-@pytest.fixture
-def server_port() -> Iterator[int]:
-    """A TCP server on 127.0.0.1 that greets every connection with one line."""
-    server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except TimeoutError:
-                continue
-            with conn:
-                conn.sendall(GREETING.encode() + b"\n")
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield server.getsockname()[1]
-    stop.set()
-    thread.join()
-    server.close()
 
 
 def bash_reads(port: int) -> dict:
@@ -175,11 +145,11 @@ async def test_an_online_docker_sandbox_starts_offline_containers_for_offline_to
     sandbox = DockerSandbox(IMAGE, network=True)
     asked: list[bool] = []
 
-    async def start(limits: SandboxLimits, network: bool) -> None:
-        asked.append(network)
+    async def start(limits: SandboxLimits, *, warm: bool, online: bool) -> None:
+        asked.append(online)
         raise SandboxUnavailableError("stopped here by the test")
 
-    monkeypatch.setattr(sandbox, "_start", start)
+    monkeypatch.setattr(sandbox, "_start_worker", start)
     await BashTool(network=tool_network).call({"command": "true"}, runner=sandbox)
     assert asked == [online]
     assert sandbox._create_kwargs(sandbox.limits, online)["network_mode"] == (

@@ -18,8 +18,8 @@ import pytest
 import sandbox_test_tools as tools
 from sandbox_helpers import IMAGE, assert_nothing_left
 
-from jianmu_bt.sandbox import DockerSandbox, SandboxLimits
-from jianmu_bt.sandbox import local as local_module
+from jianmu_bt.sandbox import DockerSandbox, SandboxLimits, local as local_module
+from jianmu_bt.sandbox.base import SandboxCall
 from jianmu_bt.sandbox.limits import WORKER_TASKS
 from jianmu_bt.tools.builtin.bash import BashTool
 from jianmu_bt.tools.builtin.python_repl import PythonREPLTool
@@ -145,7 +145,12 @@ async def test_a_reply_without_the_calls_nonce_replaces_the_container(docker_rea
 async def test_a_mismatched_reply_is_an_error_without_an_engine():
     class Channel:
         usable = True
-        hits: dict[str, int] = {}
+
+        def hits(self) -> dict[str, int]:
+            return {}
+
+        def refresh_hits(self) -> None:
+            pass
 
         async def request(self, message: dict[str, Any], cap: int) -> dict[str, Any]:
             stale = {"id": message["id"] - 1, "nonce": "0" * 32}
@@ -156,7 +161,8 @@ async def test_a_mismatched_reply_is_an_error_without_an_engine():
 
     sandbox = DockerSandbox(IMAGE)
     channel = Channel()
-    raw = await sandbox._call(channel, {}, {}, sandbox.limits)  # type: ignore[arg-type]
+    call = SandboxCall(tools.add, {}, {}, sandbox.limits, online=False)
+    raw = await sandbox._call(channel, call)  # type: ignore[arg-type]  # a stand-in channel
     assert raw["ok"] is False and "id and nonce" in raw["error"]
     assert channel.usable is False
     await sandbox.aclose()

@@ -16,8 +16,7 @@ import pytest
 import sandbox_test_tools as tools
 from sandbox_helpers import assert_nothing_left
 
-from jianmu_bt.sandbox import LocalSandbox, SandboxLimits
-from jianmu_bt.sandbox import local as local_module
+from jianmu_bt.sandbox import LocalSandbox, SandboxLimits, local as local_module
 from jianmu_bt.sandbox.process import WorkerProcess
 from jianmu_bt.tools.builtin.python_repl import PythonREPLTool
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 import uuid
 
 import anyio
@@ -33,10 +32,9 @@ async def test_a_call_runs_in_a_child_and_returns_its_result(make_sandbox):
 
 async def test_an_infinite_loop_ends_at_the_timeout(make_sandbox):
     sandbox = make_sandbox(timeout=1.5, cpu_seconds=60)
-    started = time.monotonic()
-    result = await tools.spin.call({}, runner=sandbox)
+    with anyio.fail_after(60):  # a hang guard: the loop itself would never end
+        result = await tools.spin.call({}, runner=sandbox)
     assert not result.ok and "timeout limit exceeded" in result.error
-    assert time.monotonic() - started < 10
     await assert_nothing_left(sandbox)
 
 
@@ -137,12 +135,11 @@ async def test_processes_a_call_leaves_behind_are_killed(make_sandbox):
 
 async def test_cancelling_the_caller_kills_the_work(make_sandbox):
     sandbox = make_sandbox(timeout=60)
-    started = time.monotonic()
+    returned = []
     with anyio.move_on_after(1.0) as scope:
-        await tools.sleep_forever.call({}, runner=sandbox)
-    assert scope.cancelled_caught
-    assert time.monotonic() - started < 8
-    await assert_nothing_left(sandbox)
+        returned.append(await tools.sleep_forever.call({}, runner=sandbox))
+    assert scope.cancelled_caught and not returned  # interrupted, not run to the 60 s limit
+    await assert_nothing_left(sandbox)  # the worker sleeping in the call was killed
 
 
 async def test_a_warm_worker_serves_many_calls_and_is_replaced_after_a_limit(make_sandbox):

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-import threading
-
 import pytest
 import sandbox_test_tools as tools
 from sandbox_helpers import ROOT, assert_nothing_left
@@ -14,30 +11,6 @@ from jianmu_bt.sandbox.toolspec import ToolNotPortableError, describe_tool
 from jianmu_bt.tools import tool
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def line_server():
-    """A TCP server on 127.0.0.1 that answers every connection with one line."""
-    server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except TimeoutError:
-                continue
-            with conn:
-                conn.sendall(b"hello from the host\n")
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield server.getsockname()[1]
-    stop.set()
-    thread.join()
-    server.close()
 
 
 async def test_the_isolation_statement_says_what_holds():
@@ -51,12 +24,12 @@ async def test_the_isolation_statement_says_what_holds():
             assert any("files:" in warning for warning in report.warnings)
 
 
-async def test_network_false_cuts_the_call_off_from_the_host(line_server):
+async def test_network_false_cuts_the_call_off_from_the_host(server_port):
     async with LocalSandbox(network=True) as open_sandbox:
-        reached = await tools.connect.call({"port": line_server}, runner=open_sandbox)
+        reached = await tools.connect.call({"port": server_port}, runner=open_sandbox)
         assert reached.ok and "hello" in reached.output
     async with LocalSandbox(network=False) as closed_sandbox:
-        blocked = await tools.connect.call({"port": line_server}, runner=closed_sandbox)
+        blocked = await tools.connect.call({"port": server_port}, runner=closed_sandbox)
         assert not blocked.ok and "OSError" in blocked.error
 
 
