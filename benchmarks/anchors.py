@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from benchmarks.harness import optional
-from jianmu_bt.nodes import ToolExecutor
+from jianmu_bt.nodes import ExecutorOptions, ToolExecutor
 from jianmu_bt.runtime import AgentState, StateManager, TreeRunner
 
 
@@ -20,7 +20,7 @@ def executor_batch(
 ) -> Callable[[], Awaitable[None]]:
     """One batch as a user sees it: `count` actions written to state, a run, the tool messages."""
     state = StateManager(AgentState)
-    runner = TreeRunner(ToolExecutor(tools, **options), state)
+    runner = TreeRunner(ToolExecutor(tools, options=ExecutorOptions(**options)), state)
 
     async def batch() -> None:
         calls = [{"id": f"call_{i}", "name": name, "arguments": {"x": i}} for i in range(count)]

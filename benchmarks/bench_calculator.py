@@ -25,11 +25,11 @@ from benchmarks.harness import (
     ainterleave,
     aper_call,
     faster,
+    info as info_row,
     interleave,
     optional,
     per_call,
 )
-from benchmarks.harness import info as info_row
 from benchmarks.suite import main
 from jianmu_bt.tools import ToolSet
 from jianmu_bt.tools.builtin.calculator import CONSTANTS, FUNCTIONS, Calculator, CalculatorError

@@ -363,7 +363,7 @@ async def measure_fan_out(settings: Settings) -> dict[str, list[float]]:
 
 def fanout(settings: Settings) -> Section:
     """Batches of tools that sleep 100 ms, next to the ideal 100 ms."""
-    default = ToolExecutor().max_concurrency
+    default = ToolExecutor().options.max_concurrency
     t = asyncio.run(measure_fan_out(settings))
     return Section(
         "Parallel fan-out of tools that sleep 100 ms (ratio ours / ideal)",

@@ -5,7 +5,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 from cli_helpers import REPO, TREES, assert_clean_failure, jianmu
@@ -93,9 +92,7 @@ def test_timeout_stops_a_tree_that_never_ends(tmp_path):
     tree = write_tree(
         tmp_path, "  behaviour: {name: Forever, class: 'py_trees.behaviours:Running'}\n"
     )
-    started = time.monotonic()
-    result = jianmu("run", tree, "--timeout", "0.5", timeout=30)
-    assert time.monotonic() - started < 20
+    result = jianmu("run", tree, "--timeout", "0.5", timeout=60)  # a hang guard, not a bound
     assert result.returncode == 1
     assert "reason:   the run timed out after 0.5s" in result.stdout
 
@@ -111,6 +108,8 @@ def test_ctrl_c_stops_the_run_with_status_130_and_no_traceback(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # As from a terminal, even when this test runs with SIGINT ignored (started with `&`).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert process.stdout.readline().startswith("-- Forever: running")  # the run has begun

@@ -1,5 +1,5 @@
-"""kill -9 at every step of a run of side-effecting steps, then resume until done: every step
-happens exactly once (counted in a ledger file the tools write)."""
+"""kill -9 at each kind of step of a run of side-effecting steps, then resume until done: every
+step happens exactly once (counted in a ledger file the tools write)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,23 @@ def _reference_positions(tmp_path) -> int:
         return len(store.journal_log("R"))
 
 
-REFERENCE_ROWS = 20  # the pipeline writes 19 journal rows; one more kills after the last
+REFERENCE_ROWS = 19  # the journal rows of an undisturbed run of the pipeline
+
+# Where to kill: one point of each kind of moment the pipeline's 19 rows give (killing after
+# every row repeats these kinds and costs a minute). Each kill lands at a random moment inside
+# the step that follows the row, and resumed processes are killed again at random.
+KILL_POINTS = {
+    1: "an effectful, non-idempotent step in flight (a)",
+    3: "an idempotent step in flight (b)",
+    4: "between two finished steps (b done, c not begun)",
+    7: "after the first LLM reply, before its tool calls",
+    9: "inside a parallel batch: two of three calls in flight",
+    12: "inside a parallel batch: two of three calls done",
+    15: "the agent's single later call in flight (s4)",
+    17: "after the agent's last LLM reply",
+    18: "the last step in flight (z)",
+    19: "after the last row, while the run is recorded as finished",
+}
 
 
 def _show(db):
@@ -66,10 +82,10 @@ def _decide(document, ledger) -> list[str]:
 
 
 def test_the_reference_run_writes_each_step_once_and_fits_the_kill_points(tmp_path):
-    assert _reference_positions(tmp_path) < REFERENCE_ROWS
+    assert _reference_positions(tmp_path) == REFERENCE_ROWS == max(KILL_POINTS)
 
 
-@pytest.mark.parametrize("kill_after", range(REFERENCE_ROWS))
+@pytest.mark.parametrize("kill_after", sorted(KILL_POINTS))
 def test_kill_9_after_any_journal_row_then_resume_runs_each_step_exactly_once(tmp_path, kill_after):
     rng = random.Random(kill_after)
     ledger, db = tmp_path / "ledger", tmp_path / "runs.db"

@@ -22,6 +22,20 @@ def _one_line_error(result, *words):
         assert word in lines[0], lines[0]
 
 
+@pytest.fixture(scope="module")
+def paused_store(tmp_path_factory):
+    """A store holding run R of the approvals tree, paused at its first held call; made once."""
+    folder = tmp_path_factory.mktemp("paused")
+    _paused_run(folder, cli_env(folder / "ledger"), folder / "runs.db")
+    return folder / "runs.db"
+
+
+def _copy_store(source, db):
+    """Copy the SQLite store `source` (with any -wal/-shm file) to `db`."""
+    for file in source.parent.glob(source.name + "*"):
+        shutil.copy(file, db.with_name(db.name + file.name[len(source.name) :]))
+
+
 def _paused_run(tmp_path, env, store):
     result = jianmu(
         "run",
@@ -61,9 +75,9 @@ def test_resuming_a_finished_run_is_refused(tmp_path):
     assert _dump(db) == before
 
 
-def test_an_unknown_run_id_is_refused_with_the_known_ones(tmp_path):
+def test_an_unknown_run_id_is_refused_with_the_known_ones(tmp_path, paused_store):
     env, db = cli_env(tmp_path / "ledger"), tmp_path / "runs.db"
-    _paused_run(tmp_path, env, db)
+    _copy_store(paused_store, db)
     _one_line_error(jianmu("resume", "nope", "--store", db, env=env, cwd=tmp_path), "nope", "R")
     _one_line_error(jianmu("runs", "show", "nope", "--store", db, env=env, cwd=tmp_path), "nope")
 
@@ -91,9 +105,9 @@ def test_a_changed_tree_is_refused_and_the_run_stays_paused(tmp_path):
     assert show(db, "R", env, tmp_path)["status"] == "paused"
 
 
-def test_a_decision_for_a_call_that_does_not_wait_is_refused(tmp_path):
+def test_a_decision_for_a_call_that_does_not_wait_is_refused(tmp_path, paused_store):
     env, db = cli_env(tmp_path / "ledger"), tmp_path / "runs.db"
-    _paused_run(tmp_path, env, db)
+    _copy_store(paused_store, db)
     before = _dump(db)
     _one_line_error(
         jianmu("resume", "R", "--store", db, "--approve", "call_x", env=env, cwd=tmp_path),
@@ -104,11 +118,11 @@ def test_a_decision_for_a_call_that_does_not_wait_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("damage", ["missing", "corrupt", "newer", "locked"])
-def test_a_store_that_cannot_be_used_is_a_one_line_error(tmp_path, damage):
+def test_a_store_that_cannot_be_used_is_a_one_line_error(tmp_path, paused_store, damage):
     env, db = cli_env(tmp_path / "ledger"), tmp_path / "runs.db"
     holder = None
     if damage != "missing":
-        _paused_run(tmp_path, env, db)
+        _copy_store(paused_store, db)
     if damage == "corrupt":
         db.write_bytes(b"this is not a database" * 100)
     if damage == "newer":
@@ -136,14 +150,15 @@ def test_a_store_that_cannot_be_used_is_a_one_line_error(tmp_path, damage):
         assert _dump(db) == before
 
 
-def test_two_processes_resuming_one_run_one_wins(tmp_path):
+def test_two_processes_resuming_one_run_one_wins(tmp_path, paused_store):
     ledger, db = tmp_path / "ledger", tmp_path / "runs.db"
     env = cli_env(ledger)
-    _paused_run(tmp_path, env, db)
+    _copy_store(paused_store, db)
     (held,) = [c for c in show(db, "R", env, tmp_path)["calls"] if c["status"] == "held"]
-    slow = {**env, "JIANMU_STEP_DELAY": "3"}
+    gate = tmp_path / "gate"  # the first process waits inside the deploy until it exists
+    held_open = {**env, "JIANMU_STEP_GATE": str(gate)}
     first = start(
-        "resume", "R", "--store", db, "--approve", held["call_id"], env=slow, cwd=tmp_path
+        "resume", "R", "--store", db, "--approve", held["call_id"], env=held_open, cwd=tmp_path
     )
     try:
 
@@ -155,6 +170,7 @@ def test_two_processes_resuming_one_run_one_wins(tmp_path):
         second = jianmu("resume", "R", "--store", db, env=env, cwd=tmp_path)
         _one_line_error(second, "another process")
     finally:
+        gate.touch()
         first.wait(timeout=60)
     assert first.returncode == 3  # paused again at the parallel's deploy
     assert ledger.read_text().count("deploy-selector") == 1

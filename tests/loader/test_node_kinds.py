@@ -36,10 +36,14 @@ def tick_until(tree, statuses, limit=200):
     return status
 
 
+SLOW_FINISHED: list[float] = []  # calls of `slow` that ran to the end
+
+
 @tool
 async def slow(seconds: float) -> str:
     """Sleep, then answer."""
     await anyio.sleep(seconds)
+    SLOW_FINISHED.append(seconds)
     return "done"
 
 
@@ -119,7 +123,7 @@ root:
 
 
 def test_timeout_fails_a_slow_child():
-    started = time.monotonic()
+    SLOW_FINISHED.clear()
     result, _ = run(
         """
 root:
@@ -128,7 +132,7 @@ root:
         tools=[slow],
     )
     assert result.status == Status.FAILURE
-    assert time.monotonic() - started < 4
+    assert not SLOW_FINISHED  # the child was stopped, not waited for
 
 
 def test_repeat_and_oneshot():
@@ -154,6 +158,7 @@ root:
 
 
 def test_inverter_and_status_converters_that_end():
+    SLOW_FINISHED.clear()
     result, _ = run(
         """
 root:
@@ -169,7 +174,7 @@ root:
         tools=[slow],
     )
     assert result.ok, result.reason
-    assert result.duration < 4
+    assert not SLOW_FINISHED  # a converted RUNNING ends the step; the slow tools are not awaited
 
 
 def test_converters_that_keep_running():

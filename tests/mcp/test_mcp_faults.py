@@ -7,7 +7,6 @@ The misbehaving server is `mcp_faulty_server.py` (plain JSON-RPC, no SDK) run as
 from __future__ import annotations
 
 import socket
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -39,14 +38,8 @@ async def faulty_tools() -> AsyncIterator[ToolSet]:
     await provider.close()
 
 
-class Elapsed:
-    """Seconds since creation, for generous "finished within" bounds."""
-
-    def __init__(self) -> None:
-        self.start = time.monotonic()
-
-    def __call__(self) -> float:
-        return time.monotonic() - self.start
+# A hang guard (seconds) for calls to servers that never answer; not a bound on how fast.
+HANG_GUARD = 60
 
 
 # -- servers that never start --------------------------------------------------------------
@@ -70,10 +63,9 @@ async def test_a_server_that_exits_at_start_is_reported_with_its_stderr() -> Non
 
 async def test_a_server_that_never_answers_the_handshake_times_out() -> None:
     client = faulty("--mute", connect_timeout=1.0)
-    elapsed = Elapsed()
-    with pytest.raises(MCPTimeoutError, match=r"did not complete the MCP handshake within 1\.0s"):
+    handshake = r"did not complete the MCP handshake within 1\.0s"
+    with anyio.fail_after(HANG_GUARD), pytest.raises(MCPTimeoutError, match=handshake):
         await client.connect()
-    assert elapsed() < 8
     assert not client.connected
 
 
@@ -92,10 +84,9 @@ async def test_an_unreachable_http_server_is_a_clear_error() -> None:
 async def test_a_hanging_call_times_out_and_the_server_keeps_working(
     faulty_tools: ToolSet,
 ) -> None:
-    elapsed = Elapsed()
-    hung = await faulty_tools.call("hang", {})
+    with anyio.fail_after(HANG_GUARD):
+        hung = await faulty_tools.call("hang", {})
     assert hung.error == "Error: MCP server 'faulty' did not answer tools/call 'hang' within 1.0s"
-    assert elapsed() < 5
     assert (await faulty_tools.call("echo", {"x": 1})).output == '{"x": 1}'
 
 
@@ -115,13 +106,12 @@ async def test_a_tool_the_server_does_not_have_is_a_clear_error(faulty_tools: To
 
 async def test_a_server_that_blocks_is_timed_out_then_killed_on_close() -> None:
     before = descendants()
-    async with MCPToolProvider(faulty(timeout=0.5)) as provider:
-        tools = ToolSet.from_tools(provider.get_tools())
-        blocked = await tools.call("block", {})
-        elapsed = Elapsed()
+    with anyio.fail_after(HANG_GUARD):  # closing: stdin closed, a grace period, then SIGTERM
+        async with MCPToolProvider(faulty(timeout=0.5)) as provider:
+            tools = ToolSet.from_tools(provider.get_tools())
+            blocked = await tools.call("block", {})
     assert "did not answer tools/call 'block' within 0.5s" in blocked.error
-    assert elapsed() < 12  # stdin closed, a grace period, then SIGTERM
-    assert descendants() == before
+    assert descendants() == before  # the blocked server was killed, not left running
 
 
 async def test_a_server_exiting_mid_call_is_reported_and_the_next_call_reconnects() -> None:

@@ -1,7 +1,8 @@
 """Tools with side effects that tests can count: each writes one line to a ledger file.
 
 The ledger is the file named by JIANMU_LEDGER; JIANMU_STEP_DELAY (seconds) makes each step take
-a while, so a test can kill the process in the middle of one.
+a while, so a test can kill the process in the middle of one. JIANMU_STEP_GATE names a file each
+step waits for, so a test can hold a process inside a step until it creates the file.
 """
 
 import os
@@ -33,6 +34,10 @@ def _pause() -> None:
     delay = float(os.environ.get("JIANMU_STEP_DELAY", "0"))
     if delay:
         time.sleep(delay)
+    gate = os.environ.get("JIANMU_STEP_GATE")
+    deadline = time.monotonic() + 120  # a hang guard should the test never open the gate
+    while gate and not os.path.exists(gate) and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 @tool(effect_tags=["ledger"])

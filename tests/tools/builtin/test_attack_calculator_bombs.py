@@ -1,10 +1,11 @@
 """Calculator CPU and memory bombs: every one is an error result that names the limit.
 
-Each bomb runs in a subprocess of its own under an address-space limit (RLIMIT_AS) and an overall
-timeout. The timeout only keeps a hung bomb from hanging the test run; it is not a timing
-assertion. A bomb passes when the subprocess ends normally (not killed, no MemoryError) and the
-tool's answer is an "Error:" that names the limit which refused it, i.e. the huge computation
-did not happen.
+The bombs run one after another in a subprocess under an address-space limit (RLIMIT_AS) and an
+overall timeout; when one goes off (the process dies or hangs), it is reported as the culprit and
+the rest go on in a fresh subprocess. The timeout only keeps a hung bomb from hanging the test
+run; it is not a timing assertion. A bomb passes when it ran to an answer (not killed, no
+MemoryError) and the tool's answer is an "Error:" that names the limit which refused it, i.e. the
+huge computation did not happen.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import os
 import resource
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from jianmu_bt.tools.builtin.arithmetic_limits import (
 from jianmu_bt.tools.builtin.calculator import Calculator, CalculatorError, CalculatorTool
 
 MEMORY_LIMIT = 1 << 30  # 1 GiB of address space
-HUNG_AFTER = 20  # seconds; a bound for a hung subprocess, not a timing assertion
+HUNG_AFTER = 30  # seconds; a bound for a hung subprocess, not a timing assertion
 SIZE = "max_int_bits"
 
 # (expression, words the error must contain)
@@ -103,21 +103,23 @@ DEADLINE_BOMBS: list[tuple[str, dict[str, Any], str]] = [
     ),
 ]
 
+# Runs the cases given as a JSON list, one after another, printing one JSON line per answer.
 RUNNER = """
 import json, sys
-case = json.loads(sys.argv[1])
-if case.get("int_max_str_digits"):
-    sys.set_int_max_str_digits(case["int_max_str_digits"])
 from jianmu_bt.tools.builtin.calculator import CalculatorTool
 from jianmu_bt.tools.builtin.calculator import Calculator, CalculatorError, CalculatorLimits
-if "limits" in case:  # limits past the tool's 1000-character argument: the Calculator itself
-    try:
-        output = repr(Calculator(CalculatorLimits(**case["limits"])).evaluate(case["expression"]))
-    except CalculatorError as exc:
-        output = f"Error: {exc}"
-else:
-    output = CalculatorTool().run({"expression": case["expression"]})
-print(json.dumps({"output": output}))
+default_digits = sys.get_int_max_str_digits()
+for case in json.loads(sys.argv[1]):
+    sys.set_int_max_str_digits(case.get("int_max_str_digits", default_digits))
+    if "limits" in case:  # limits past the tool's 1000-character argument: the Calculator itself
+        try:
+            limits = CalculatorLimits(**case["limits"])
+            output = repr(Calculator(limits).evaluate(case["expression"]))
+        except CalculatorError as exc:
+            output = f"Error: {exc}"
+    else:
+        output = CalculatorTool().run({"expression": case["expression"]})
+    print(json.dumps({"output": output}), flush=True)
 """
 
 
@@ -125,33 +127,43 @@ def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
 
-def run_isolated(case: dict[str, Any]) -> dict[str, Any]:
-    """Run one calculator call in a memory-limited subprocess; what it printed, or why not."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", RUNNER, json.dumps(case)],
-            capture_output=True,
-            text=True,
-            timeout=HUNG_AFTER,
-            preexec_fn=_limit_memory,
-            cwd=Path(__file__).resolve().parents[3],
-            env={**os.environ, "PYTHONHASHSEED": "0"},
-        )
-    except subprocess.TimeoutExpired:
-        return {"failure": f"still running after {HUNG_AFTER}s (the bomb went off)"}
-    if done.returncode != 0:
-        return {"failure": f"exit code {done.returncode}: {done.stderr[-800:]}"}
-    return json.loads(done.stdout.strip().splitlines()[-1])
+def _text(output: str | bytes | None) -> str:
+    return output.decode(errors="replace") if isinstance(output, bytes) else output or ""
+
+
+def run_isolated(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Run calculator calls one after another in memory-limited subprocesses: per case, what it
+    printed, or why not. A case that kills or hangs its process is the failure; the cases after
+    it run in a fresh process, so one bomb never hides the others' results."""
+    results: list[dict[str, Any]] = []
+    while len(results) < len(cases):
+        todo = cases[len(results) :]
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", RUNNER, json.dumps(todo)],
+                capture_output=True,
+                text=True,
+                timeout=HUNG_AFTER,
+                preexec_fn=_limit_memory,
+                cwd=Path(__file__).resolve().parents[3],
+                env={**os.environ, "PYTHONHASHSEED": "0"},
+            )
+            stdout, why = done.stdout, f"exit code {done.returncode}: {done.stderr[-800:]}"
+        except subprocess.TimeoutExpired as expired:
+            stdout, why = _text(expired.stdout), f"still running after {HUNG_AFTER}s (went off)"
+        answers = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+        results += answers[: len(todo)]
+        if len(answers) < len(todo):
+            results.append({"failure": why})  # the case it was running when it died or hung
+    return results
 
 
 @pytest.fixture(scope="module")
 def bomb_results() -> dict[str, dict[str, Any]]:
-    """Every bomb run once, each in its own subprocess, a few at a time."""
+    """Every bomb run once, all in one subprocess unless one of them goes off."""
     cases = {expr: {"expression": expr} for expr, _ in BOMBS}
     cases.update({expr: {"expression": expr, "limits": lim} for expr, lim, _ in DEADLINE_BOMBS})
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        results = dict(zip(cases, pool.map(run_isolated, cases.values()), strict=True))
-    return results
+    return dict(zip(cases, run_isolated(list(cases.values())), strict=True))
 
 
 def test_the_bomb_corpus_is_large_and_distinct() -> None:
@@ -189,11 +201,9 @@ def test_a_small_time_limit_stops_a_long_expression_in_process() -> None:
 def test_results_print_whatever_the_interpreters_digit_limit_is() -> None:
     """`sys.set_int_max_str_digits(640)` in the host process does not break a 4,000-digit answer,
     and `0` (unlimited) does not make a huge conversion possible: sizes are bounded first."""
-    for digits, expression, expected in [
-        (640, "2**13299", str(2**13299)),
-        (0, "10**10**6", "Error:"),
-    ]:
-        result = run_isolated({"expression": expression, "int_max_str_digits": digits})
+    cases = [(640, "2**13299", str(2**13299)), (0, "10**10**6", "Error:")]
+    results = run_isolated([{"expression": e, "int_max_str_digits": d} for d, e, _ in cases])
+    for (_, _, expected), result in zip(cases, results, strict=True):
         assert "failure" not in result, result.get("failure")
         assert result["output"].startswith(expected[:50])
 

@@ -2,7 +2,7 @@
 (stacked codings, single-layer gzip and deflate bombs, endless compressed streams), plus the
 helpers the streams corpus (test_attack_http_streams.py) shares.
 
-Each test asserts the attack's effect did not happen: the call ends quickly with an error or a
+Each test asserts the attack's effect did not happen: the call ends with an error or a
 truncated result, and memory stays bounded (measured with tracemalloc here, and under a hard
 RLIMIT_AS of 1 GiB in a subprocess for the bombs).
 """
@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from conftest import Handler, Servers
 
@@ -33,6 +34,7 @@ from jianmu_bt.tools.builtin.http import HTTPRequestTool
 pytestmark = pytest.mark.anyio
 
 CAP = 200_000  # the tool's default max_response_bytes
+HANG_GUARD = 60.0  # seconds; only a call that would never end gets near it
 GIB = 1 << 30
 REPO = Path(__file__).resolve().parents[3]
 
@@ -123,20 +125,20 @@ def serve_body(body: bytes, encoding: str, chunked: bool = False) -> Callable[[H
     return route
 
 
-async def call_measured(
-    url: str, limit_seconds: float = 5.0, **call: Any
-) -> tuple[Any, float, int]:
-    """Call the tool; the result, the seconds taken and the peak of traced memory."""
+async def call_measured(url: str, **call: Any) -> tuple[Any, int]:
+    """Call the tool; the result and the peak of traced memory.
+
+    The result says which limit ended the call; how fast it ended is not asserted. A call that
+    never ends fails at HANG_GUARD seconds instead of holding the suite.
+    """
     tracemalloc.start()
-    started = time.monotonic()
     try:
-        result = await tool(**call.pop("tool_kwargs", {})).call({"url": url, **call})
+        with anyio.fail_after(HANG_GUARD):
+            result = await tool(**call.pop("tool_kwargs", {})).call({"url": url, **call})
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    elapsed = time.monotonic() - started
-    assert elapsed < limit_seconds, f"took {elapsed:.1f}s"
-    return result, elapsed, peak
+    return result, peak
 
 
 # -- decompression bombs ----------------------------------------------------------------------
@@ -161,7 +163,7 @@ async def test_stacked_content_codings_are_refused(
 ) -> None:
     server = servers.start()
     server.routes["/"] = serve_body(body, encoding)
-    result, _, peak = await call_measured(f"{server.url}/")
+    result, peak = await call_measured(f"{server.url}/")
     assert not result.ok
     assert "compressed" in result.error and "times over" in result.error
     assert "decodes at most one content coding" in result.error
@@ -180,7 +182,7 @@ async def test_stacked_codings_in_separate_header_lines_are_refused(servers: Ser
         h.wfile.write(BOMB_3)
 
     server.routes["/"] = route
-    result, _, _ = await call_measured(f"{server.url}/")
+    result, _ = await call_measured(f"{server.url}/")
     assert not result.ok and "compressed 3 times over" in result.error
 
 
@@ -188,7 +190,7 @@ async def test_stacked_codings_in_separate_header_lines_are_refused(servers: Ser
 async def test_unknown_content_codings_are_refused(servers: Servers, encoding: str) -> None:
     server = servers.start()
     server.routes["/"] = serve_body(BOMB_3, encoding)
-    result, _, _ = await call_measured(f"{server.url}/")
+    result, _ = await call_measured(f"{server.url}/")
     assert not result.ok and "does not decode" in result.error
 
 
@@ -209,7 +211,7 @@ async def test_a_single_layer_bomb_is_cut_at_the_cap(
 ) -> None:
     server = servers.start()
     server.routes["/"] = serve_body(body, encoding, chunked)
-    result, _, peak = await call_measured(f"{server.url}/")
+    result, peak = await call_measured(f"{server.url}/")
     assert result.ok and result.output["truncated"] is True
     note = result.output["note"]
     assert f"body cut at {CAP} bytes after {encoding} decoding" in note
@@ -231,7 +233,7 @@ async def test_an_endless_gzip_stream_is_cut_at_the_cap(servers: Servers) -> Non
         stream(h, itertools.chain([head], forever(block[10:])), chunked=True)
 
     server.routes["/"] = route
-    result, _, peak = await call_measured(f"{server.url}/")
+    result, peak = await call_measured(f"{server.url}/")
     assert (
         result.ok and result.output["truncated"] and "decompression bomb" in result.output["note"]
     )
@@ -252,9 +254,7 @@ async def test_endless_empty_deflate_blocks_are_cut_by_the_compressed_size(
         stream(h, itertools.chain([head], forever(empty_block * 2000)), chunked=True)
 
     server.routes["/"] = route
-    result, _, peak = await call_measured(
-        f"{server.url}/", tool_kwargs={"max_response_bytes": 1000}
-    )
+    result, peak = await call_measured(f"{server.url}/", tool_kwargs={"max_response_bytes": 1000})
     assert result.ok and result.output["truncated"] is True
     assert (
         "gzip-compressed bytes were received and they decoded to only 0 bytes"
@@ -266,7 +266,7 @@ async def test_endless_empty_deflate_blocks_are_cut_by_the_compressed_size(
 async def test_corrupt_compressed_data_is_a_clear_error(servers: Servers) -> None:
     server = servers.start()
     server.routes["/"] = serve_body(b"this is not gzip at all", "gzip")
-    result, _, _ = await call_measured(f"{server.url}/")
+    result, _ = await call_measured(f"{server.url}/")
     assert not result.ok and "response body is not valid gzip data" in result.error
 
 

@@ -1,8 +1,9 @@
 """Adversarial corpus for http_request, part two: servers on 127.0.0.1 that try to hold the call
 or its memory with endless, slow or oversized responses (bodies without an end, endless chunks,
 slow-loris writes, stalled reads, huge header sections, chunk headers and trailers, redirect
-loops). Each test asserts a bounded end: an error or a truncated result, quickly, with traced
-memory in single-digit megabytes. The helpers come from the bomb corpus next to this file.
+loops). Each test asserts a bounded end: an error or a truncated result naming the limit that
+ended the call, with traced memory in single-digit megabytes. The helpers come from the bomb
+corpus next to this file.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ async def test_an_endless_body_is_cut_at_the_cap(servers: Servers, chunked: bool
         stream(h, forever(b"A" * 65536), chunked=chunked)
 
     server.routes["/"] = route
-    result, _, peak = await call_measured(f"{server.url}/")
+    result, peak = await call_measured(f"{server.url}/")
     assert result.ok and result.output["truncated"] is True
     assert (
         result.output["body"] == "A" * CAP and result.output["note"] == f"body cut at {CAP} bytes"
@@ -42,9 +43,7 @@ async def test_endless_tiny_chunks_are_cut_at_the_cap(servers: Servers) -> None:
         stream(h, forever(b"z" * 16), chunked=True)
 
     server.routes["/"] = route
-    result, _, _ = await call_measured(
-        f"{server.url}/", limit_seconds=10, tool_kwargs={"max_response_bytes": 20_000}
-    )
+    result, _ = await call_measured(f"{server.url}/", tool_kwargs={"max_response_bytes": 20_000})
     assert result.ok and result.output["truncated"] and len(result.output["body"]) == 20_000
 
 
@@ -68,7 +67,7 @@ async def test_a_huge_header_section_is_refused(servers: Servers, payload: bytes
         stream(h, iter([payload[i : i + 4096] for i in range(0, len(payload), 4096)]))
 
     server.routes["/"] = route
-    result, _, peak = await call_measured(f"{server.url}/")
+    result, peak = await call_measured(f"{server.url}/")
     assert not result.ok and "larger than 100 KiB" in result.error
     assert peak < 8 << 20
 
@@ -82,9 +81,8 @@ async def test_a_slow_loris_body_hits_the_whole_request_deadline(servers: Server
         stream(h, forever(b"."), pause=0.05)
 
     server.routes["/"] = route
-    result, elapsed, _ = await call_measured(f"{server.url}/", timeout=1)
+    result, _ = await call_measured(f"{server.url}/", timeout=1)
     assert not result.ok and "timed out after 1.0s" in result.error
-    assert elapsed < 3
 
 
 @pytest.mark.parametrize(
@@ -97,8 +95,8 @@ async def test_a_slow_or_endless_header_section_hits_the_deadline(
 ) -> None:
     server = servers.start()
     server.routes["/"] = lambda h: stream(h, forever(piece), pause=0.05)
-    result, elapsed, _ = await call_measured(f"{server.url}/", timeout=1)
-    assert not result.ok and "timed out" in result.error and elapsed < 3
+    result, _ = await call_measured(f"{server.url}/", timeout=1)
+    assert not result.ok and "timed out after 1.0s" in result.error
 
 
 async def test_a_stalled_server_hits_the_per_read_timeout(servers: Servers) -> None:
@@ -111,11 +109,8 @@ async def test_a_stalled_server_hits_the_per_read_timeout(servers: Servers) -> N
         h.server.release.wait(30)
 
     server.routes["/"] = route
-    result, elapsed, _ = await call_measured(
-        f"{server.url}/", timeout=30, tool_kwargs={"read_timeout": 0.3}
-    )
+    result, _ = await call_measured(f"{server.url}/", timeout=30, tool_kwargs={"read_timeout": 0.3})
     assert not result.ok and "the server sent nothing for 0.3s (ReadTimeout)" in result.error
-    assert elapsed < 3
 
 
 async def test_a_redirect_loop_with_endless_bodies_is_bounded(servers: Servers) -> None:
@@ -129,6 +124,6 @@ async def test_a_redirect_loop_with_endless_bodies_is_bounded(servers: Servers) 
 
     for n in range(20):
         server.routes[f"/r{n}"] = route
-    result, _, peak = await call_measured(f"{server.url}/r0", tool_kwargs={"max_redirects": 4})
+    result, peak = await call_measured(f"{server.url}/r0", tool_kwargs={"max_redirects": 4})
     assert not result.ok and "too many redirects: more than 4" in result.error
     assert count[0] == 5 and peak < 8 << 20

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import time
 
 import pytest
 from conftest import Handler, Servers
@@ -240,10 +239,8 @@ async def test_a_slow_server_hits_the_timeout(servers: Servers) -> None:
         h.reply(200, b"late")
 
     server.routes["/slow"] = slow
-    started = time.monotonic()
     result = await tool_for_public().call({"url": f"{server.url}/slow", "timeout": 0.5})
-    assert time.monotonic() - started < 10
-    assert not result.ok and "timed out" in result.error
+    assert not result.ok and "timed out" in result.error  # not the "late" reply 30 s on
 
 
 async def test_a_closed_port_is_a_clear_error(servers: Servers) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -170,8 +169,6 @@ async def test_grep_invalid_regex_is_a_clear_error(tree: Path) -> None:
 async def test_grep_stops_a_catastrophic_pattern_at_the_time_limit(tmp_path: Path) -> None:
     (tmp_path / "evil.txt").write_text("a" * 60 + "b\n")
     tool = GrepSearchTool(workspace=tmp_path, time_limit=0.5)
-    started = time.monotonic()
-    result = await tool.call({"pattern": "(a|aa)+$"})
-    assert time.monotonic() - started < 10  # unbounded, this pattern runs for years
+    result = await tool.call({"pattern": "(a|aa)+$"})  # unstopped, it runs for years: a hang
     assert result.ok and result.output["truncated"] is True
     assert "time limit" in result.output["note"]

@@ -13,7 +13,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -126,11 +125,9 @@ async def test_a_failing_service_is_a_clear_error(service: LocalHTTPServer) -> N
 async def test_a_hanging_search_ends_at_the_deadline(service: LocalHTTPServer) -> None:
     backend = LocalSearchBackend(service.url)
     tool = DuckDuckGoSearchTool(search_backend=backend, search_timeout=0.5)
-    started = time.monotonic()
     result = await tool.call({"query": "slow"})
-    assert time.monotonic() - started < 10
     assert not result.ok and "timed out after 0.5s" in result.error
-    assert not backend.returned.is_set()
+    assert not backend.returned.is_set()  # the call ended before the search did
     # The abandoned worker thread ends with the backend's own timeout (here: the server answers).
     service.release.set()
     assert backend.returned.wait(10)
