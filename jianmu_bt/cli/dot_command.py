@@ -39,6 +39,12 @@ def add_parser(commands: Any) -> None:
         "--rankdir", choices=["TB", "LR", "BT", "RL"], default="TB", help="layout direction"
     )
     parser.add_argument(
+        "--no-legend",
+        dest="legend",
+        action="store_false",
+        help="leave out the key of node shapes and status colours",
+    )
+    parser.add_argument(
         "--render-timeout",
         type=float,
         default=30.0,
@@ -72,7 +78,9 @@ def handle(args: argparse.Namespace) -> int:
     tree = load_tree_file(args.file)
     try:
         statuses = _statuses(tree, args.status_from) if args.status_from else None
-        text = tree_to_dot(tree.root, statuses, title=tree.name, rankdir=args.rankdir)
+        text = tree_to_dot(
+            tree.root, statuses, title=tree.name, rankdir=args.rankdir, legend=args.legend
+        )
     finally:
         tree.close()
     if not args.output:

@@ -9,6 +9,8 @@
 - Agent subtrees (what `react_agent` or the YAML `agent` node builds) are drawn as clusters.
 - Given `statuses` ({str(node.id): Status}, e.g. `runner.node_statuses()` or a trace's last
   statuses), nodes are filled by status: SUCCESS green, FAILURE red, RUNNING yellow, INVALID grey.
+- A legend (a cluster beside the tree, `legend=False` leaves it out) shows the shape of each node
+  kind the tree has and, when statuses are drawn, the status colours.
 
 Every text that reaches the DOT output is quoted and escaped here, so any name parses with
 Graphviz's `dot`.
@@ -17,13 +19,14 @@ Graphviz's `dot`.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 from typing import Any
 
 import py_trees
 import pydot
 from py_trees.common import Status
 
-from jianmu_bt.viz.kinds import agent_loop_of, describe_node, is_agent_root, shorten
+from jianmu_bt.viz.kinds import SHAPES, agent_loop_of, describe_node, is_agent_root, shorten
 from jianmu_bt.viz.traversal import StatusMap, as_status, walk
 
 #: Fill colour per status.
@@ -99,11 +102,13 @@ def tree_to_pydot(
     *,
     title: str | None = None,
     rankdir: str = "TB",
+    legend: bool = True,
 ) -> pydot.Dot:
     """The tree as a `pydot.Dot` (see the module docstring for ids, labels, shapes, colours).
 
     `tree` is a py_trees Behaviour (the root), a `py_trees.trees.BehaviourTree` or a loaded
     jianmu Tree. `title` names the graph (default: the tree's name or the root's name).
+    `legend` adds the key of shapes (and colours, with `statuses`).
     """
     root, tree_name = _root_of(tree)
     title = title or tree_name or root.name
@@ -146,7 +151,50 @@ def tree_to_pydot(
                 siblings.add_edge(pydot.Edge(left, right, style="invis"))
             graph.add_subgraph(siblings)
         stack.extend((child, container) for child in reversed(node.children))
+    if legend:
+        kinds = dict.fromkeys(describe_node(node).kind for node in walk(root))
+        graph.add_subgraph(_legend(kinds, with_statuses=statuses is not None))  # type: ignore[arg-type]
+        # Below the tree: an invisible edge from the deepest node.
+        graph.add_edge(pydot.Edge(ids[str(_deepest(root).id)], "legend0", style="invis"))
     return graph
+
+
+def _deepest(root: py_trees.behaviour.Behaviour) -> py_trees.behaviour.Behaviour:
+    """The first node of the greatest depth (pre-order)."""
+    best, best_depth = root, 0
+    stack = [(root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > best_depth:
+            best, best_depth = node, depth
+        stack.extend((child, depth + 1) for child in reversed(node.children))
+    return best
+
+
+def _legend(kinds: Iterable[str], *, with_statuses: bool) -> pydot.Cluster:
+    """A cluster with one small node per kind (its shape) and per status (its colour)."""
+    legend = pydot.Cluster(
+        "legend",
+        label=quote("legend"),
+        style=quote("rounded"),
+        color=quote("#aaaaaa"),
+        fontcolor=quote("#666666"),
+        fontsize="10",
+        rank="same",  # one row
+    )
+    keys = [(f"kind: {kind}", SHAPES[kind], PLAIN_FILL) for kind in kinds]
+    if with_statuses:
+        keys += [(status.value.lower(), "box", colour) for status, colour in STATUS_COLOURS.items()]
+    ids = [f"legend{index}" for index in range(len(keys))]
+    for node_id, (label, shape, fill) in zip(ids, keys, strict=True):
+        legend.add_node(
+            pydot.Node(
+                node_id, label=quote(label), shape=shape, fillcolor=quote(fill), fontsize="9"
+            )
+        )
+    for left, right in itertools.pairwise(ids):  # left to right, in this order
+        legend.add_edge(pydot.Edge(left, right, style="invis"))
+    return legend
 
 
 def _has_cluster(node: py_trees.behaviour.Behaviour) -> bool:
@@ -160,6 +208,7 @@ def tree_to_dot(
     *,
     title: str | None = None,
     rankdir: str = "TB",
+    legend: bool = True,
 ) -> str:
     """The tree as DOT text (parses with Graphviz's `dot`); arguments as in `tree_to_pydot`."""
-    return tree_to_pydot(tree, statuses, title=title, rankdir=rankdir).to_string()
+    return tree_to_pydot(tree, statuses, title=title, rankdir=rankdir, legend=legend).to_string()

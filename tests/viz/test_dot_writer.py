@@ -28,16 +28,42 @@ def parsed(text: str) -> pydot.Dot:
     return graph
 
 
+LEGEND = "cluster_legend"
+
+
 def all_nodes(graph: pydot.Graph) -> dict[str, pydot.Node]:
+    """The tree's nodes (not the legend's)."""
     nodes = {n.get_name(): n for n in graph.get_nodes() if n.get_name() not in ("node", "edge")}
     for sub in graph.get_subgraphs():
-        nodes.update(all_nodes(sub))
+        if sub.get_name() != LEGEND:
+            nodes.update(all_nodes(sub))
     return nodes
 
 
 def clusters_of(graph: pydot.Graph) -> list[pydot.Subgraph]:
-    """The cluster subgraphs (the unnamed rank=same subgraphs only order siblings)."""
-    return [sub for sub in graph.get_subgraphs() if sub.get_name().startswith("cluster")]
+    """The agent clusters (the unnamed rank=same subgraphs only order siblings)."""
+    return [
+        sub
+        for sub in graph.get_subgraphs()
+        if sub.get_name().startswith("cluster") and sub.get_name() != LEGEND
+    ]
+
+
+def legend_labels(graph: pydot.Graph) -> dict[str, pydot.Node]:
+    (legend,) = [sub for sub in graph.get_subgraphs() if sub.get_name() == LEGEND]
+    return {label(n): n for n in legend.get_nodes() if n.get_name() not in ("node", "edge")}
+
+
+def test_the_legend_shows_the_shapes_of_the_kinds_present_and_the_status_colours():
+    root = mixed_tree()
+    keys = legend_labels(parsed(tree_to_dot(root)))
+    assert {"kind: sequence", "kind: tool", "kind: selector", "kind: decorator"} <= set(keys)
+    assert "kind: condition" not in keys  # only the kinds this tree has
+    assert keys["kind: tool"].get("shape") == "component"
+    assert not {"success", "failure"} & set(keys)  # no colours without statuses
+    with_statuses = legend_labels(parsed(tree_to_dot(root, {})))
+    assert with_statuses["failure"].get("fillcolor").strip('"') == STATUS_COLOURS[Status.FAILURE]
+    assert LEGEND not in tree_to_dot(root, legend=False)
 
 
 def label(node: pydot.Node) -> str:
@@ -53,7 +79,8 @@ def test_node_ids_are_synthetic_in_preorder_never_the_names():
     graph = parsed(tree_to_dot(root))
     assert sorted(all_nodes(graph)) == sorted(ids.values())
     edges = {(e.get_source(), e.get_destination()) for e in graph.get_edges()}
-    assert ("n0", "n1") in edges and ("n2", "n3") in edges and len(edges) == len(names) - 1
+    tree_edges = {edge for edge in edges if not edge[1].startswith("legend")}
+    assert ("n0", "n1") in edges and ("n2", "n3") in edges and len(tree_edges) == len(names) - 1
 
 
 def test_the_same_tree_gives_the_same_text_twice():
