@@ -49,15 +49,25 @@ def describe_event(event: Any) -> str | None:
 
 
 class ActivityLog:
-    """A run-event subscriber: the activity lines in order, and counts per outcome."""
+    """A run-event subscriber: the activity lines in order, and counts per outcome.
+
+    A call the guard refused is told once, by its guard line: the nodes also report it as a
+    failed call (the same call id), which is neither counted nor shown again.
+    """
 
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.counts: Counter[str] = Counter()
+        self._refused: set[str] = set()
 
     def __call__(self, event: Any) -> None:
+        call_id = event.data.get("call_id")
         if event.type == "guard.decision":
             self.counts[f"guard.{event.data.get('decision')}"] += 1
+            if event.data.get("decision") in ("deny", "confirm") and call_id:
+                self._refused.add(call_id)
+        elif event.type == "tool.call.failed" and call_id in self._refused:
+            return  # the refusal, already told by its guard line
         elif event.type in ("tool.call.completed", "tool.call.failed", "llm.response"):
             self.counts[event.type] += 1
         line = describe_event(event)

@@ -93,10 +93,22 @@ def run_and_report(
             print(json.dumps(_as_json(tree, result, changes, held), indent=2, default=str))
         else:
             lines = summary_lines(
-                tree.name, result, activity, changes, show_activity=view is None or view.live
+                tree.name,
+                result,
+                activity,
+                changes,
+                show_activity=view is None or view.live,
+                scripted_model=_scripted(tree),
             )
             print("\n".join(lines + _paused_lines(result, held)))
     return EXIT_CODES[result.run_status]
+
+
+def _scripted(tree: Any) -> bool:
+    """Whether the tree's LLM is a scripted one (fixed replies from the file)."""
+    from jianmu_bt.llm.scripted import ScriptedProvider
+
+    return isinstance(tree.runner.context.llm, ScriptedProvider)
 
 
 def _waiting_call(entry: Any) -> dict[str, Any]:

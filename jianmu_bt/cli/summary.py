@@ -51,8 +51,12 @@ def summary_lines(
     changes: Mapping[str, Any],
     *,
     show_activity: bool = True,
+    scripted_model: bool = False,
 ) -> list[str]:
-    """The summary: status, reason, ticks, duration, activity, changed state keys."""
+    """The summary: status, reason, ticks, duration, activity, changed state keys.
+
+    `scripted_model`: the tree's LLM plays replies written in the file, which the summary says,
+    since they do not answer whatever input the run was given."""
     ended = "paused" if result.paused else f"finished: {result.run_status}"
     lines = [
         f"Run of '{tree_name}' {ended}" + (f" (run {result.run_id})" if result.run_id else ""),
@@ -61,6 +65,8 @@ def summary_lines(
         f"  duration: {result.duration:.3f}s",
         f"  activity: {activity.totals()}",
     ]
+    if scripted_model:
+        lines.append("  model:    scripted (replies written in the tree file, not a real model)")
     if show_activity and activity.lines:
         lines.append("Activity:")
         lines.extend(f"  {line}" for line in activity.lines[:SUMMARY_ACTIVITY])

@@ -22,6 +22,10 @@ def test_quickstart_runs_offline_and_summarises_what_happened():
     assert "\n  reason:   -\n" in out
     assert "Sum: calculator -> 14" in out
     assert "SaveTotal: guard says deny to write_file" in out
+    # The refusal is told once: not also as a failed call.
+    assert "activity: 2 tool call(s) ok, 0 failed, 1 refused by the guard, 2 LLM replies" in out
+    assert "write_file failed" not in out
+    assert "  model:    scripted (replies written in the tree file, not a real model)" in out
     assert "Solver.llm: LLM asks for calculator" in out
     assert "State changes:\n  total = 14\n" in out
     assert "  answer = 17 * 23 = 391 (checked with the calculator)." in out
