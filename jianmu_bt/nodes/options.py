@@ -25,6 +25,11 @@ is parallel-safe."""
 
 EXECUTION_MODES: tuple[ExecutionMode, ...] = ("auto", "serial", "parallel")
 
+#: Calls of one parallel batch run at once by default. Sized for I/O-bound async tools (a task
+#: waiting on the network costs a few KiB), so 1,000 concurrent calls run in one wave; sync tools
+#: that block are bounded by the worker threads as well (`jianmu_bt.tools.blocking`: 40).
+DEFAULT_MAX_CONCURRENCY = 1000
+
 
 @dataclass(frozen=True, slots=True)
 class CallOptions:
@@ -53,14 +58,15 @@ class ExecutorOptions(CallOptions):
     """A ToolExecutor's options: the call options plus how a batch runs and where it lives.
 
     `execution_mode`: auto, serial or parallel; `max_concurrency`: calls run at once in a
-    parallel batch; `actions_key`: the state field holding the calls to run; `messages_key`:
-    where tool messages are appended; `effects_key`: where the successful calls' effect tags are
-    counted and `guard_key`: where the guard's state is saved (None, or a key the state does not
-    have: not written).
+    parallel batch (default `DEFAULT_MAX_CONCURRENCY`, 1,000; the calls of sync tools that run
+    in worker threads are also bounded by the threads); `actions_key`: the state field holding
+    the calls to run; `messages_key`: where tool messages are appended; `effects_key`: where the
+    successful calls' effect tags are counted and `guard_key`: where the guard's state is saved
+    (None, or a key the state does not have: not written).
     """
 
     execution_mode: ExecutionMode = "auto"
-    max_concurrency: int = 64
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY
     actions_key: str = "actions"
     messages_key: str = "messages"
     effects_key: str | None = "tool_effects"

@@ -9,8 +9,9 @@ On each entry the executor:
    the approval store, then the batch is checked again;
 3. runs the allowed calls serially or in parallel (`options.execution_mode`: auto = parallel only
    when every tool of the batch is parallel-safe), with bounded concurrency, timeouts and retries;
-   one failing call never loses its siblings' results; plain blocking calls of a parallel batch
-   go to the worker threads together (`run_blocking_calls`), not as a task each;
+   one failing call never loses its siblings' results; the first attempts of a parallel batch's
+   sync calls are made together (`run_calls_together`: quick ones on the loop in the executor's
+   task, blocking ones handed to the worker threads at once), not as a task each;
 4. appends one tool message per call (with its `tool_call_id`) in the batch's order, adds the
    successful calls' effect tags to `tool_effects`, saves the guard's state, and clears `actions`.
 
@@ -20,15 +21,15 @@ loop around it, not to the executor. How it runs calls is one `ExecutorOptions` 
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any, Literal, TypeVar
 
 import anyio
 
 from jianmu_bt.guard import GuardVerdict
 from jianmu_bt.llm import tool_result_message
-from jianmu_bt.nodes.calling import BlockingWork, id_of, run_blocking_calls, run_tool_call
+from jianmu_bt.nodes.batch_calls import can_run_together, run_calls_together
+from jianmu_bt.nodes.calling import id_of, run_tool_call
 from jianmu_bt.nodes.guarding import announce, verdicts_when_decided
 from jianmu_bt.nodes.journaled_batch import run_journaled_batch
 from jianmu_bt.nodes.options import ExecutorOptions
@@ -52,10 +53,6 @@ async def run_all(work: Callable[[T], Coroutine[Any, Any, None]], items: Iterabl
     async with create_task_group() as group:
         for item in items:
             start_soon(group, work, item)
-
-
-async def _call(job: Callable[[], Awaitable[None]]) -> None:
-    await job()
 
 
 class ToolExecutor(AsyncNode):
@@ -215,47 +212,40 @@ class ToolExecutor(AsyncNode):
             await run_all(bounded, calls)
             return
         # Within the bound no limiter is needed (each acquire is a trip through the loop), and
-        # plain blocking calls go to the worker threads together instead of a task each.
-        together, alone = self._blocking_work(calls) if after is None else ([], calls)
+        # the first attempts of sync calls are made together instead of a task each.
+        together, alone = self._together(calls) if after is None else ([], calls)
         if not together:
             await run_all(one, calls)
             return
-        guard = self.active_guard()
-        blocking = functools.partial(
-            run_blocking_calls, self.context, self.name, together, results, guard=guard
-        )
-        if alone:
-            await run_all(_call, [blocking, *(functools.partial(one, c) for c in alone)])
-        else:
-            await blocking()
+        async with create_task_group() as group:
+            for call in alone:
+                start_soon(group, one, call)
+            await run_calls_together(
+                self.context,
+                self.name,
+                together,
+                results,
+                group,
+                retry=self.options.retry,
+                timeout=self.options.call_timeout,
+                guard=self.active_guard(),
+            )
 
-    def _blocking_work(self, calls: list[ToolCall]) -> tuple[list[BlockingWork], list[ToolCall]]:
-        """Split off the calls `run_blocking_calls` can run: sync blocking tools in this process
-        with no retries, no timeout and no idempotency key (those need the per-call path). On
-        asyncio only."""
-        if self.options.retry.max_retries or self.options.call_timeout is not None:
-            return [], calls
+    def _together(
+        self, calls: list[ToolCall]
+    ) -> tuple[list[tuple[Tool, ToolCall]], list[ToolCall]]:
+        """Split off the calls `run_calls_together` makes (`can_run_together`): sync tools of
+        this process, on asyncio, with no runner."""
         if self._runner() is not None or not on_asyncio():
             return [], calls
-        together: list[BlockingWork] = []
+        together: list[tuple[Tool, ToolCall]] = []
         alone: list[ToolCall] = []
         for call in calls:
             found = self.toolset.get(call.name)
-            if (
-                found is None
-                or not found._runs_in_a_thread
-                or found.timeout is not None
-                or isinstance(call.arguments, str)
-                or wants_idempotency_key(found)
-            ):
+            if found is not None and can_run_together(found, call):
+                together.append((found, call))
+            else:
                 alone.append(call)
-                continue
-            work: Callable[[], Any] | ToolResult
-            try:
-                work = found._blocking_work(call.arguments)
-            except Exception as exc:  # as in Tool.call: a tool fault is an observation
-                work = found._error_result(exc)
-            together.append((found, call, work))
         return together, alone
 
     async def _one(self, call: ToolCall, idempotency_key: str) -> ToolResult:

@@ -3,13 +3,7 @@
 This layer knows nothing about trees; tree nodes hold a ToolSet and call into it.
 """
 
-from jianmu_bt.tools.base import (
-    DEFAULT_DESCRIPTION,
-    Tool,
-    merge_call_args,
-    normalize_output_schema,
-    normalize_parameters,
-)
+from jianmu_bt.tools.base import Tool
 from jianmu_bt.tools.call_context import idempotency_key
 from jianmu_bt.tools.calls import ToolCall, ToolResult, new_call_id
 from jianmu_bt.tools.function_tool import FunctionTool, tool
@@ -21,6 +15,12 @@ from jianmu_bt.tools.registry import (
     UnknownToolError,
 )
 from jianmu_bt.tools.retry import RetryPolicy
+from jianmu_bt.tools.shapes import (
+    DEFAULT_DESCRIPTION,
+    merge_call_args,
+    normalize_output_schema,
+    normalize_parameters,
+)
 from jianmu_bt.tools.signature import ArgumentError, Injected
 from jianmu_bt.tools.toolset import ToolSet
 

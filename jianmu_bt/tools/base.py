@@ -2,9 +2,10 @@
 
 A tool author writes `run(input)` (sync or async) and declares a few class attributes. Callers
 use one method, `call(...)`: it merges injected values, hands the call to a runner when one is
-given, awaits an async `run`, runs a sync `run` in a worker thread so it never blocks the event
-loop, applies the timeout and returns a `ToolResult`. `execute(...)` is the same path returning
-the raw value (exceptions propagate); `execute_local` is the hook a runner calls.
+given, awaits an async `run`, runs a sync `run` in a worker thread or, when it is quick, on the
+event loop (`blocking`), applies the timeout and returns a `ToolResult`. `execute(...)` is the
+same path returning the raw value (exceptions propagate); `execute_local` is the hook a runner
+calls.
 
 A sync `run` abandoned by a timeout or a cancellation keeps running in its thread; until it
 returns, the next call of the same tool waits (see `Tool.overruns` and `wait_for_overruns`).
@@ -14,23 +15,39 @@ from __future__ import annotations
 
 import functools
 import inspect
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping
+from asyncio import events
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
 
 from jianmu_bt.tools.blocking import run_blocking
 from jianmu_bt.tools.calls import ToolResult
-from jianmu_bt.tools.overruns import Overrun, Overruns, overrun_of
+from jianmu_bt.tools.overruns import (
+    Overrun,
+    Overruns,
+    has_overruns,
+    overrun_of,
+    wait_for_overruns,
+)
+from jianmu_bt.tools.placement import Placement
+from jianmu_bt.tools.shapes import (
+    DEFAULT_DESCRIPTION,
+    DEFAULT_INPUT_SCHEMA,
+    DEFAULT_NAME,
+    DEFAULT_OUTPUT_SCHEMA,
+    Described,
+    merge_call_args,
+    normalize_parameters,
+)
 
 if TYPE_CHECKING:
     from jianmu_bt.tools.runners import ToolRunner
 
-DEFAULT_NAME = "unnamed_tool"
-DEFAULT_DESCRIPTION = "No description provided"
-DEFAULT_INPUT_SCHEMA: dict[str, Any] = {"type": "string", "description": "Input for the tool"}
-DEFAULT_OUTPUT_SCHEMA: dict[str, Any] = {"type": "string", "description": "Output of the tool"}
+# Callers of this module also find these here (defined in tools.shapes and tools.overruns).
+__all__ = ["DEFAULT_OUTPUT_SCHEMA", "has_overruns", "normalize_parameters", "wait_for_overruns"]
 
 # Set by the tree layer (jianmu_bt.nodes) so that `Tool.as_node` can build a ToolNode without the
 # tool layer importing anything above it.
@@ -43,37 +60,7 @@ def set_node_factory(factory: Callable[..., Any]) -> None:
     _node_factory = factory
 
 
-def normalize_parameters(schema: Mapping[str, Any] | None) -> dict[str, Any]:
-    """An object JSON Schema for function calling: objects pass through, anything else is wrapped.
-
-    A non-object input schema becomes `{"type": "object", "properties": {"input": schema},
-    "required": ["input"]}`, so an LLM always fills named arguments.
-    """
-    schema = dict(schema or {})
-    if schema.get("type") == "object":
-        schema.setdefault("properties", {})
-        return schema
-    return {"type": "object", "properties": {"input": schema}, "required": ["input"]}
-
-
-def normalize_output_schema(schema: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The declared output schema, or the default string schema when none was declared."""
-    return dict(schema) if schema else dict(DEFAULT_OUTPUT_SCHEMA)
-
-
-def merge_call_args(args: Any, injected: Mapping[str, Any] | None, prefer_injected: bool) -> Any:
-    """Merge injected values into dict arguments; non-dict arguments are left untouched.
-
-    With `prefer_injected` (the default) an injected value beats an argument of the same name.
-    """
-    if args is None:
-        args = {}
-    if not injected or not isinstance(args, Mapping):
-        return args
-    return {**args, **injected} if prefer_injected else {**injected, **args}
-
-
-class Tool(ABC):
+class Tool(Described, ABC):
     """An executable capability an agent or a tree step can call.
 
     Subclasses set the class attributes below and implement `run`. Instances may override any
@@ -101,9 +88,11 @@ class Tool(ABC):
     idempotent: bool = False
     #: Seconds a `call` may take before it is cancelled; None means no limit.
     timeout: float | None = None
-    #: A sync `run` is assumed to block and goes to a worker thread. A quick, pure `run` may set
-    #: this False to run on the event loop and skip the thread hop (about 0.1 ms a call).
-    blocking: bool = True
+    #: Where a sync `run` runs. True: in a worker thread, as it may block (the default of a Tool
+    #: subclass). False: on the event loop (quick and pure; it may use the running loop). None
+    #: (the default of `@tool`): measured, in a worker thread until its calls have shown they are
+    #: quick, then inline, back to a thread once one is slow (`jianmu_bt.tools.placement`).
+    blocking: bool | None = True
 
     #: Whether `run` is a coroutine function (a FunctionTool sets it per instance).
     _run_is_async: bool = False
@@ -111,6 +100,8 @@ class Tool(ABC):
     _routes_execute: ClassVar[bool] = False
     #: This instance's abandoned calls still running in threads; made on the first one.
     _overruns: Overruns | None = None
+    #: Where calls of a `blocking=None` tool run (made on its first call).
+    _placement: Placement | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -143,9 +134,10 @@ class Tool(ABC):
 
         Injected values are merged into dict arguments (they win unless `prefer_injected=False`);
         the call goes to `runner.run` when a runner is given, else runs here (an async `run` is
-        awaited, a sync `run` goes to a worker thread). An exception becomes an error naming its
-        type; exceeding `timeout` (or the tool's own) cancels the call and says so; cancellation
-        of the caller propagates. While an abandoned earlier call still runs in its thread
+        awaited, a sync `run` goes to a worker thread or the loop, as `blocking` says). An
+        exception becomes an error naming its type; exceeding `timeout` (or the tool's own)
+        cancels the call (on the loop: drops its late result) and says so; cancellation of the
+        caller propagates. While an abandoned earlier call still runs in its thread
         (`overruns`), this call first waits for it, within its own timeout ("... is still
         running a timed-out earlier call; not started" when the time runs out meanwhile).
         """
@@ -155,24 +147,38 @@ class Tool(ABC):
         try:
             if limit is None:  # no cancel scope to enter and leave (about a third of a call)
                 raw = await execute(args, injected, runner, prefer_injected)
-            else:
-                with anyio.fail_after(limit):
+            elif runner is None and self._runs_inline and not self.overruns:
+                # On the loop nothing can be cancelled: the deadline is checked when the call
+                # returns, and a late result is dropped as the thread path drops one.
+                start = time.monotonic()
+                try:
+                    raw = await execute(args, injected, runner, prefer_injected)
+                except Exception as exc:
+                    late = time.monotonic() - start > limit
+                    return self._timed_out(limit) if late else self._error_result(exc)
+                if time.monotonic() - start > limit:
+                    return self._timed_out(limit)
+            else:  # anyio.fail_after, without its three look-ups of the backend (µs a call)
+                deadline = _now() + limit
+                with anyio.CancelScope(deadline=deadline) as scope:
                     overruns = self._overruns
                     if overruns is not None and overruns.count:
                         waiting = True
                         await overruns.wait()
                         waiting = False
                     raw = await execute(args, injected, runner, prefer_injected)
-        except TimeoutError:
+                if scope.cancelled_caught and _now() >= deadline:
+                    raise TimeoutError
+        except TimeoutError as exc:
+            if limit is None:  # the tool's own, not a limit of this call
+                return self._error_result(exc)
             if waiting:
                 return ToolResult.failure(
                     self.name,
                     f"Error: tool '{self.name}' is still running a timed-out earlier call; "
                     "not started",
                 )
-            return ToolResult.failure(
-                self.name, f"Error: tool '{self.name}' timed out after {limit}s"
-            )
+            return self._timed_out(limit)
         except Exception as exc:  # a tool fault is an observation, not a crash
             return self._error_result(exc)
         return self._to_result(raw)
@@ -194,17 +200,23 @@ class Tool(ABC):
     async def execute_local(self, args: Any) -> Any:
         """The runner hook (`RunnableTool` in jianmu_bt.tools.runners), not for callers: run here
         with merged arguments (validation, then await an async `run`, or a sync `run` in a worker
-        thread, or on the loop when not `blocking`)."""
+        thread or on the loop, as `blocking` says)."""
         prepared = self._prepare_input(args)
         if isinstance(prepared, ToolResult):
             return prepared
         work = self._bind(prepared)
         if self._run_is_async:
             return await work()
-        if not self.blocking:
+        blocking = self.blocking
+        if blocking is None:
+            placement = self._placement or self._new_placement()
+            loop = events._get_running_loop() if placement.inline else None  # None on trio
+            if loop is not None:
+                return placement.run_inline(work, loop)
+            work = placement.in_thread(work)
+        elif not blocking:
             return work()
-        # A timeout or halt returns at once; the thread cannot be killed and
-        # finishes on its own (use a sandbox runner for work that must be stoppable).
+        # A timeout or halt abandons the thread, which ends on its own (a sandbox can kill).
         return await run_blocking(work)
 
     # -- the private path behind `call` and `execute` --------------------------------------
@@ -265,16 +277,46 @@ class Tool(ABC):
 
     @property
     def _runs_in_a_thread(self) -> bool:
-        """True when a call with no runner runs `run` in a worker thread of this process: a
-        sync, blocking tool whose execution `_blocking_work` describes exactly."""
-        return self._plain_execution and not self._run_is_async and self.blocking
+        """True when a call with no runner runs `run` in a worker thread of this process now (a
+        sync tool that may block), as `_blocking_work` describes exactly."""
+        if not self._plain_execution or self._run_is_async or self.blocking is False:
+            return False
+        return self.blocking is True or not self._runs_inline
+
+    @property
+    def _runs_inline(self) -> bool:
+        """True when a call with no runner runs a sync `run` on the running event loop's thread
+        now: `blocking=False`, or `blocking=None` and its calls have shown they are quick."""
+        if self.blocking is None and self._runs_inline_on_asyncio:
+            return events._get_running_loop() is not None  # not on trio
+        return self._runs_inline_on_asyncio
+
+    @property
+    def _runs_inline_on_asyncio(self) -> bool:
+        """`_runs_inline` for a caller that knows it runs on asyncio (asyncio's own check of the
+        running loop costs a system call)."""
+        if not self._plain_execution or self._run_is_async:
+            return False
+        if self.blocking is None:
+            placement = self._placement
+            return placement is not None and placement.inline
+        return not self.blocking
 
     def _blocking_work(self, args: Any = None) -> Callable[[], Any] | ToolResult:
         """What a call would run in a worker thread, validated and bound, or the ToolResult
         error for arguments that do not fit. Only for tools that `_runs_in_a_thread`; each
         outcome is then normalised with `_to_result` / `_error_result`."""
         prepared = self._prepare_input(self._merge_args(args, None, True))
-        return prepared if isinstance(prepared, ToolResult) else self._bind(prepared)
+        if isinstance(prepared, ToolResult):
+            return prepared
+        work = self._bind(prepared)
+        if self.blocking is None:  # timed in its thread (see `placement`)
+            return (self._placement or self._new_placement()).in_thread(work)
+        return work
+
+    def _new_placement(self) -> Placement:  # setdefault: one even if two threads get here
+        placement: Placement = self.__dict__.setdefault("_placement", Placement())
+        return placement
 
     def _to_result(self, raw: Any) -> ToolResult:
         """A raw return value of this tool as a ToolResult (see `ToolResult.from_raw`)."""
@@ -283,6 +325,10 @@ class Tool(ABC):
     def _error_result(self, exc: Exception) -> ToolResult:
         """An exception raised by this tool as the failed ToolResult an LLM reads."""
         return ToolResult.failure(self.name, f"Error: {type(exc).__name__}: {exc}")
+
+    def _timed_out(self, limit: float) -> ToolResult:
+        """The failed ToolResult of a call that took longer than `limit` seconds."""
+        return ToolResult.failure(self.name, f"Error: tool '{self.name}' timed out after {limit}s")
 
     # -- abandoned calls still running ------------------------------------------------------
 
@@ -310,38 +356,6 @@ class Tool(ABC):
             record = self.__dict__.setdefault("_overruns", Overruns())
         record.add(overrun)
 
-    # -- description and schemas -----------------------------------------------------------
-
-    def get_description(self) -> str:
-        """The explicit description, else this class's own docstring, else ""."""
-        if self.description and self.description != DEFAULT_DESCRIPTION:
-            return self.description
-        # Only the class's own docstring: an inherited one describes the base class, not the tool.
-        doc = type(self).__dict__.get("__doc__")
-        return inspect.cleandoc(doc) if doc else ""
-
-    def to_schema(self) -> dict[str, Any]:
-        """The function-calling schema: `{"name", "description", "parameters"}` (object params)."""
-        return {
-            "name": self.name,
-            "description": self.get_description(),
-            "parameters": normalize_parameters(self.input_schema),
-        }
-
-    def spec(self) -> dict[str, Any]:
-        """A richer description for prompts and UIs: schemas, returns, effects, parallel_safe."""
-        output_schema = normalize_output_schema(self.output_schema)
-        return {
-            "name": self.name,
-            "description": self.get_description(),
-            "parameters": normalize_parameters(self.input_schema),
-            "input_schema": dict(self.input_schema),
-            "output_schema": output_schema,
-            "returns": output_schema.get("description", output_schema.get("type", "")),
-            "effects": list(self.effect_tags),
-            "parallel_safe": self.parallel_safe,
-        }
-
     def as_node(
         self,
         name: str | None = None,
@@ -358,39 +372,10 @@ class Tool(ABC):
         return f"<{type(self).__name__} {self.name!r}>"
 
 
-def has_overruns(tools: Iterable[Tool]) -> bool:
-    """True when any of `tools` still runs an abandoned call in a thread (`Tool.overruns`).
-
-    A cheap synchronous check (no await) to guard `wait_for_overruns` on a hot path.
-    """
-    for item in tools:
-        record = getattr(item, "_overruns", None)
-        if record is not None and record.count:
-            return True
-    return False
-
-
-async def wait_for_overruns(tools: Iterable[Tool]) -> None:
-    """Return once no thread still runs an abandoned (timed-out or cancelled) call of `tools`.
-
-    Waits on each tool's record in turn until all are clear, also for overruns that appear
-    meanwhile; no polling (the ending thread wakes the waiter). No time limit of its own: cancel
-    the caller to stop waiting (a cancelled wait leaves nothing behind).
-
-    `Tool.call` already makes the next call of the same tool wait; call this where a turn or a
-    concurrency slot must stay taken while a timed-out call's thread runs on (ToolExecutor: after
-    each call of a serial batch, and inside the slot of a parallel one). Guard it with
-    `has_overruns(tools)` where even an await that returns at once counts.
-    """
-    pending = list(tools)
-    while True:
-        for item in pending:
-            record = getattr(item, "_overruns", None)
-            if record is not None and record.count:
-                await record.wait()
-                break
-        else:
-            return
+def _now() -> float:
+    """The event loop's clock, as `anyio.current_time()` reads it (cheaper on asyncio)."""
+    loop = events._get_running_loop()
+    return loop.time() if loop is not None else anyio.current_time()
 
 
 def _owner(cls: type, name: str) -> type:

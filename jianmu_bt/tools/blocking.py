@@ -1,9 +1,10 @@
 """Worker threads for blocking tool functions: `run_blocking(fn, *args)`.
 
-A sync tool (`blocking=True`, the default) must not stall the event loop, so it runs in a worker
-thread. `anyio.to_thread.run_sync` wakes one worker per call and the event loop once per result;
-for a batch of quick calls those wake-ups cost more than the calls (each is a trip through the OS
-scheduler). `BlockingPool` hands work over in batches instead:
+A sync tool that may block (`blocking=True`, or a measured `blocking=None` tool until its calls
+have shown they are quick: `jianmu_bt.tools.placement`) must not stall the event loop, so it runs
+in a worker thread. `anyio.to_thread.run_sync` wakes one worker per call and the event loop once
+per result; for a batch of quick calls those wake-ups cost more than the calls (each is a trip
+through the OS scheduler). `BlockingPool` hands work over in batches instead:
 
 - calls queue up without waking anyone while a worker is already on its way, and a worker that
   takes a call wakes one more only if calls are still waiting, so quick calls run back to back

@@ -22,8 +22,9 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypedDict, Unpack, overload
 
-from jianmu_bt.tools.base import DEFAULT_DESCRIPTION, DEFAULT_OUTPUT_SCHEMA, Tool
+from jianmu_bt.tools.base import Tool
 from jianmu_bt.tools.calls import ToolResult
+from jianmu_bt.tools.shapes import DEFAULT_DESCRIPTION, DEFAULT_OUTPUT_SCHEMA
 from jianmu_bt.tools.signature import ArgumentError, FunctionSignature
 
 
@@ -47,7 +48,7 @@ class FunctionTool(Tool):
         effect_tags: Iterable[str] = (),
         injected: Iterable[str] = (),
         timeout: float | None = None,
-        blocking: bool = True,
+        blocking: bool | None = None,
         idempotent: bool = False,
     ) -> None:
         if not callable(fn):
@@ -139,7 +140,7 @@ class ToolOptions(TypedDict, total=False):
     effect_tags: Iterable[str]
     injected: Iterable[str]
     timeout: float | None
-    blocking: bool
+    blocking: bool | None
     idempotent: bool
 
 
@@ -161,9 +162,12 @@ def tool(
     Options: `name`, `description` (default: the docstring's text), `input_schema` (default:
     derived from the type hints), `output_schema`, `parallel_safe`, `effect_tags`, `injected`
     (parameter names hidden from the LLM and supplied by the caller), `timeout` (seconds per
-    call), `blocking` (False runs a quick sync function on the event loop, not in a thread) and
-    `idempotent` (running the same call twice has the effect of running it once: a durable run
-    may re-run it after a crash; it can read its `idempotency_key` as an injected parameter).
+    call), `blocking` (where a sync function runs: by default it is measured, in a worker thread
+    until its calls have shown they are quick, then on the event loop, back to a thread once a
+    call is slow (`jianmu_bt.tools.placement`); True always runs it in a thread, for functions
+    that block on I/O; False always on the loop) and `idempotent` (running the same call twice
+    has the effect of running it once: a durable run may re-run it after a crash; it can read
+    its `idempotency_key` as an injected parameter).
     """
     if fn is not None:
         return FunctionTool(fn, **options)

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import importlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import anyio
 
@@ -108,6 +108,41 @@ class Overruns:
 
     def __repr__(self) -> str:
         return f"<Overruns running={self.count}>"
+
+
+def has_overruns(tools: Iterable[object]) -> bool:
+    """True when any of `tools` still runs an abandoned call in a thread (`Tool.overruns`).
+
+    A cheap synchronous check (no await) to guard `wait_for_overruns` on a hot path.
+    """
+    for item in tools:
+        record = getattr(item, "_overruns", None)
+        if record is not None and record.count:
+            return True
+    return False
+
+
+async def wait_for_overruns(tools: Iterable[object]) -> None:
+    """Return once no thread still runs an abandoned (timed-out or cancelled) call of `tools`.
+
+    Waits on each tool's record in turn until all are clear, also for overruns that appear
+    meanwhile; no polling (the ending thread wakes the waiter). No time limit of its own: cancel
+    the caller to stop waiting (a cancelled wait leaves nothing behind).
+
+    `Tool.call` already makes the next call of the same tool wait; call this where a turn or a
+    concurrency slot must stay taken while a timed-out call's thread runs on (ToolExecutor: after
+    each call of a serial batch, and inside the slot of a parallel one). Guard it with
+    `has_overruns(tools)` where even an await that returns at once counts.
+    """
+    pending = list(tools)
+    while True:
+        for item in pending:
+            record = getattr(item, "_overruns", None)
+            if record is not None and record.count:
+                await record.wait()
+                break
+        else:
+            return
 
 
 def _waker(event: anyio.Event) -> Callable[[], None]:

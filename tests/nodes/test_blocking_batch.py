@@ -1,4 +1,5 @@
-"""ToolExecutor's batch path for blocking sync tools: same outcome as one call at a time."""
+"""ToolExecutor's batch path for sync tools (first attempts together: quick calls on the loop,
+blocking ones to the worker threads at once): the same outcome as one call at a time."""
 
 from __future__ import annotations
 
@@ -70,7 +71,7 @@ def split(executor: ToolExecutor, calls=None):
     """The executor's split of a batch, as made inside a running asyncio loop."""
 
     async def inside() -> tuple:
-        return executor._blocking_work(ToolCall.from_list(calls or BATCH))
+        return executor._together(ToolCall.from_list(calls or BATCH))
 
     return asyncio.run(inside())
 
@@ -94,11 +95,16 @@ def run_batch(**options):
     return executor, result, calls, guard
 
 
-def test_the_batch_path_answers_and_reports_like_the_per_call_path():
-    batched, result, events, guard = run_batch()
-    # A call timeout sends every call through the per-call path; it never fires here.
-    single, result_single, events_single, guard_single = run_batch(call_timeout=60)
-    assert split(batched)[0] and not split(single)[0]
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"call_timeout": 60}, {"retry": RetryPolicy.from_retries(1, 0)}],
+    ids=["plain", "timeout", "retries"],
+)
+def test_the_batch_path_answers_and_reports_like_the_per_call_path(options):
+    batched, result, events, guard = run_batch(**options)
+    # A serial batch makes every call through the per-call path (the timeout never fires).
+    _, result_single, events_single, guard_single = run_batch(execution_mode="serial", **options)
+    assert split(batched)[0]
 
     assert result.state["messages"] == result_single.state["messages"]
     assert events == events_single
@@ -136,12 +142,15 @@ def test_which_calls_go_to_the_worker_threads_together():
         ]
     )
     together, alone = split(executor, calls)
-    assert [c.id for _, c, _ in together] == ["c1", "c2", "c3", "c4", "c9"]
-    assert [c.id for c in alone] == ["c5", "c6", "c7", "c8", "c10"]
-    retrying = ToolExecutor(TOOLS, options=ExecutorOptions(retry=RetryPolicy.from_retries(1)))
+    # Sync tools (in threads or on the loop), with or without a timeout: together.
+    assert [c.id for _, c in together] == ["c1", "c2", "c3", "c4", "c8", "c9", "c10"]
+    # An async tool, an unknown tool, arguments that are not JSON: a task each.
+    assert [c.id for c in alone] == ["c5", "c6", "c7"]
+    retrying = ExecutorOptions(retry=RetryPolicy.from_retries(1))
+    retrying = ToolExecutor([*TOOLS, limited], options=retrying)
     TreeRunner(retrying, StateManager(AgentState))
-    assert split(retrying, calls)[0] == []
-    assert executor._blocking_work(calls)[0] == []  # no asyncio loop running: per call
+    assert split(retrying, calls) == (together, alone)
+    assert executor._together(calls)[0] == []  # no asyncio loop running: per call
 
 
 def test_blocking_calls_of_a_batch_run_at_the_same_time():
@@ -223,7 +232,7 @@ def test_tools_that_change_how_they_execute_are_never_run_here_in_a_thread():
     ]
     TreeRunner(executor, StateManager(AgentState))
     together, _ = split(executor, calls)
-    assert [c.id for _, c, _ in together] == ["l1"]
+    assert [c.id for _, c in together] == ["l1"]
     state = StateManager(AgentState)
     state.set("actions", ToolCall.from_list(calls))
     try:

@@ -24,7 +24,7 @@ def echo(text: str) -> str:
 def test_defaults_make_no_retry_and_no_limit():
     options = ExecutorOptions()
     assert options.retry.max_retries == 0 and options.call_timeout is None
-    assert (options.execution_mode, options.max_concurrency) == ("auto", 64)
+    assert (options.execution_mode, options.max_concurrency) == ("auto", 1000)
     assert (options.actions_key, options.messages_key) == ("actions", "messages")
     assert (options.effects_key, options.guard_key) == ("tool_effects", "guard")
     assert isinstance(options, CallOptions)

@@ -15,7 +15,7 @@ import py_trees
 
 from jianmu_bt import ToolCall, tool
 from jianmu_bt.nodes import CallOptions, ExecutorOptions, ToolExecutor
-from jianmu_bt.nodes.calling import run_blocking_calls, run_tool_call
+from jianmu_bt.nodes.calling import run_tool_call
 from jianmu_bt.runtime import AgentState, StateManager, TreeRunner
 from jianmu_bt.runtime.context import RunContext
 from jianmu_bt.tools import RetryPolicy
@@ -223,19 +223,17 @@ def test_a_selector_of_tool_nodes_falls_back_only_after_the_thread_ends():
 def test_a_halted_batch_of_blocking_calls_is_waited_for_by_the_next_batch():
     recorder = Recorder()
     work = numbered_tool(recorder)
-
-    def batch(n: int) -> list:
-        call = ToolCall("work", {"n": n}, f"c{n}")
-        return [(work, call, work._blocking_work(call.arguments))]
+    executor = ToolExecutor([work], options=ExecutorOptions(execution_mode="parallel"))
+    TreeRunner(executor, StateManager(AgentState))  # binds the node; execute is called directly
 
     async def scenario():
         results = {}
         with anyio.move_on_after(SHORT) as scope:  # a halt of the batch
-            await run_blocking_calls(None, "node", batch(1), results)
+            await executor.execute([ToolCall("work", {"n": 1}, "c1")], results)
         assert scope.cancelled_caught and results == {}
         assert work.overruns == 1  # the call still running was recorded
         watcher = release_when(lambda: waiting(work) or recorder.started(2), recorder)
-        await run_blocking_calls(None, "node", batch(2), results)
+        await executor.execute([ToolCall("work", {"n": 2}, "c2")], results)
         watcher.join()
         assert results["c2"].output == 2 and work.overruns == 0
 
