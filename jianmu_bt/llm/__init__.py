@@ -5,87 +5,67 @@ with tool schemas and `LLMOptions` and answers with an `LLMResponse` (assistant 
 `ToolCall`s with ids, text, `Usage`), or streams `TextDelta` / `ToolCallDelta` events ending in
 `StreamCompleted`. Failures are `LLMError` subclasses; retries (the project's one `RetryPolicy`),
 timeouts and key redaction are built in. See docs/llm.md.
+
+Each name is imported from its module on first use (`jianmu_bt._lazy`), so a module that needs
+one piece (`from jianmu_bt.llm.config import LLMConfig`) does not load the HTTP providers.
 """
 
-from jianmu_bt.llm.anthropic import AnthropicProvider
-from jianmu_bt.llm.base import (
-    LLMOptions,
-    LLMProvider,
-    LLMResponse,
-    StreamCompleted,
-    StreamEvent,
-    TextDelta,
-    ToolCallDelta,
-    ToolsInput,
-    Usage,
-)
-from jianmu_bt.llm.config import LLMConfig, provider_from_config
-from jianmu_bt.llm.errors import (
-    InvalidRequestError,
-    LLMAuthenticationError,
-    LLMBadRequestError,
-    LLMConfigurationError,
-    LLMConnectionError,
-    LLMError,
-    LLMNotFoundError,
-    LLMRateLimitError,
-    LLMResponseError,
-    LLMServerError,
-    LLMTimeoutError,
-    ScriptExhaustedError,
-)
-from jianmu_bt.llm.http_errors import DEFAULT_RETRY_STATUSES, parse_retry_after
-from jianmu_bt.llm.messages import (
-    assistant_message,
-    normalize_messages,
-    system_message,
-    tool_message,
-    tool_result_message,
-    user_message,
-)
-from jianmu_bt.llm.openai_compat import OpenAICompatibleProvider
-from jianmu_bt.llm.request import tool_schemas
-from jianmu_bt.llm.scripted import ScriptedCall, ScriptedProvider
-from jianmu_bt.llm.streaming import StreamAssembler
-from jianmu_bt.tools.retry import RetryPolicy
+from __future__ import annotations
 
-__all__ = [
-    "DEFAULT_RETRY_STATUSES",
-    "AnthropicProvider",
-    "InvalidRequestError",
-    "LLMAuthenticationError",
-    "LLMBadRequestError",
-    "LLMConfig",
-    "LLMConfigurationError",
-    "LLMConnectionError",
-    "LLMError",
-    "LLMNotFoundError",
-    "LLMOptions",
-    "LLMProvider",
-    "LLMRateLimitError",
-    "LLMResponse",
-    "LLMResponseError",
-    "LLMServerError",
-    "LLMTimeoutError",
-    "OpenAICompatibleProvider",
-    "RetryPolicy",
-    "ScriptExhaustedError",
-    "ScriptedCall",
-    "ScriptedProvider",
-    "StreamAssembler",
-    "StreamCompleted",
-    "StreamEvent",
-    "TextDelta",
-    "ToolCallDelta",
-    "ToolsInput",
-    "Usage",
-    "assistant_message",
-    "normalize_messages",
-    "parse_retry_after",
-    "provider_from_config",
-    "system_message",
-    "tool_message",
-    "tool_result_message",
-    "tool_schemas",
-    "user_message",
-]
+from typing import TYPE_CHECKING
+
+from jianmu_bt._lazy import lazy_exports
+
+if TYPE_CHECKING:  # what type checkers and IDEs see
+    from jianmu_bt.llm.anthropic import AnthropicProvider as AnthropicProvider
+    from jianmu_bt.llm.base import (
+        LLMOptions as LLMOptions,
+        LLMProvider as LLMProvider,
+        LLMResponse as LLMResponse,
+        StreamCompleted as StreamCompleted,
+        StreamEvent as StreamEvent,
+        TextDelta as TextDelta,
+        ToolCallDelta as ToolCallDelta,
+        ToolsInput as ToolsInput,
+        Usage as Usage,
+    )
+    from jianmu_bt.llm.config import (
+        LLMConfig as LLMConfig,
+        provider_from_config as provider_from_config,
+    )
+    from jianmu_bt.llm.errors import (
+        InvalidRequestError as InvalidRequestError,
+        LLMAuthenticationError as LLMAuthenticationError,
+        LLMBadRequestError as LLMBadRequestError,
+        LLMConfigurationError as LLMConfigurationError,
+        LLMConnectionError as LLMConnectionError,
+        LLMError as LLMError,
+        LLMNotFoundError as LLMNotFoundError,
+        LLMRateLimitError as LLMRateLimitError,
+        LLMResponseError as LLMResponseError,
+        LLMServerError as LLMServerError,
+        LLMTimeoutError as LLMTimeoutError,
+        ScriptExhaustedError as ScriptExhaustedError,
+    )
+    from jianmu_bt.llm.http_errors import (
+        DEFAULT_RETRY_STATUSES as DEFAULT_RETRY_STATUSES,
+        parse_retry_after as parse_retry_after,
+    )
+    from jianmu_bt.llm.messages import (
+        assistant_message as assistant_message,
+        normalize_messages as normalize_messages,
+        system_message as system_message,
+        tool_message as tool_message,
+        tool_result_message as tool_result_message,
+        user_message as user_message,
+    )
+    from jianmu_bt.llm.openai_compat import OpenAICompatibleProvider as OpenAICompatibleProvider
+    from jianmu_bt.llm.request import tool_schemas as tool_schemas
+    from jianmu_bt.llm.scripted import (
+        ScriptedCall as ScriptedCall,
+        ScriptedProvider as ScriptedProvider,
+    )
+    from jianmu_bt.llm.streaming import StreamAssembler as StreamAssembler
+    from jianmu_bt.tools.retry import RetryPolicy as RetryPolicy
+
+__getattr__, __dir__ = lazy_exports(__name__, globals())

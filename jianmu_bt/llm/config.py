@@ -21,12 +21,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from jianmu_bt.llm.anthropic import AnthropicProvider
 from jianmu_bt.llm.base import LLMOptions, LLMProvider
 from jianmu_bt.llm.errors import LLMConfigurationError
-from jianmu_bt.llm.http_provider import DEFAULT_TIMEOUT
-from jianmu_bt.llm.openai_compat import OpenAICompatibleProvider
-from jianmu_bt.llm.scripted import ScriptedProvider
 from jianmu_bt.tools.retry import RetryPolicy
 
 PROVIDER_NAMES = ("openai", "openai_compatible", "anthropic", "scripted")
@@ -104,6 +100,8 @@ def provider_from_config(config: Mapping[str, Any] | LLMConfig) -> LLMProvider:
             raise LLMConfigurationError(
                 f"llm: {', '.join(unused)} mean nothing to a scripted provider"
             )
+        from jianmu_bt.llm.scripted import ScriptedProvider  # providers load when one is built
+
         return ScriptedProvider(
             config.replies, model=config.model or "scripted", options=config.options()
         )
@@ -111,6 +109,10 @@ def provider_from_config(config: Mapping[str, Any] | LLMConfig) -> LLMProvider:
         raise LLMConfigurationError(
             f"llm.replies: only a scripted provider takes replies, not {config.provider!r}"
         )
+    from jianmu_bt.llm.anthropic import AnthropicProvider  # httpx loads with an HTTP provider
+    from jianmu_bt.llm.http_provider import DEFAULT_TIMEOUT
+    from jianmu_bt.llm.openai_compat import OpenAICompatibleProvider
+
     cls = AnthropicProvider if config.provider == "anthropic" else OpenAICompatibleProvider
     return cls(
         model=config.model,

@@ -15,7 +15,7 @@ the first problem by its position, before any request is sent.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set as AbstractSet
 from typing import Any
 
 from jianmu_bt.llm.errors import InvalidRequestError
@@ -126,16 +126,36 @@ def normalize_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, 
     unknown role or key, missing content, a tool call without id, a tool message whose
     `tool_call_id` answers no earlier call, or a tool call left unanswered by the next turn.
     """
+    check_conversation(messages)
+    return normalize_tail(messages, 0, frozenset(), set())
+
+
+def check_conversation(messages: Any) -> None:
+    """Raise InvalidRequestError unless `messages` is a non-empty list (not a string)."""
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
         raise InvalidRequestError(
             f"messages must be a list of dicts, got {type(messages).__name__}"
         )
     if not messages:
         raise InvalidRequestError("messages is empty: a request needs at least one message")
+
+
+def normalize_tail(
+    messages: Sequence[Mapping[str, Any]],
+    start: int,
+    answered_before: AbstractSet[str],
+    answered: set[str],
+) -> list[dict[str, Any]]:
+    """Checked copies of `messages[start:]`, as `normalize_messages` checks them.
+
+    `messages[:start]` were checked before and left no tool call unanswered; `answered_before`
+    holds the call ids they answered (only read). The ids this part answers are added to
+    `answered`. Errors name positions in the whole of `messages`.
+    """
     result: list[dict[str, Any]] = []
     pending: dict[str, tuple[int, str]] = {}  # unanswered call id -> (message index, tool name)
-    answered: set[str] = set()
-    for index, raw in enumerate(messages):
+    for index in range(start, len(messages)):
+        raw = messages[index]
         if not isinstance(raw, Mapping):
             raise InvalidRequestError(f"messages[{index}] must be a dict, got {type(raw).__name__}")
         role = raw.get("role")
@@ -165,7 +185,8 @@ def normalize_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, 
             if not isinstance(call_id, str) or not call_id:
                 raise InvalidRequestError(f"{where}: 'tool_call_id' is missing")
             if call_id not in pending:
-                state = "was already answered" if call_id in answered else "answers no tool call"
+                done = call_id in answered or call_id in answered_before
+                state = "was already answered" if done else "answers no tool call"
                 raise InvalidRequestError(
                     f"{where}: tool_call_id {call_id!r} {state} of the assistant message before it"
                 )

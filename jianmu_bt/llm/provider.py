@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from jianmu_bt.llm.base import LLMOptions, LLMResponse, StreamEvent, ToolsInput
+from jianmu_bt.llm.history import ConversationCache
 from jianmu_bt.llm.request import PreparedRequest, prepare_request
 
 
@@ -26,6 +27,15 @@ class ProviderBase(ABC):
     """
 
     _defaults: LLMOptions
+    _conversation_cache: ConversationCache | None = None
+
+    @property
+    def _conversations(self) -> ConversationCache:
+        # Made on first use, so subclasses need not call an __init__ of ours.
+        cache = self._conversation_cache
+        if cache is None:
+            cache = self._conversation_cache = ConversationCache()
+        return cache
 
     def _missing_model_hint(self) -> str:
         return "pass model="
@@ -40,6 +50,7 @@ class ProviderBase(ABC):
             options,
             self._defaults,
             missing_model_hint=self._missing_model_hint(),
+            conversations=self._conversations,
         )
 
     async def complete(

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from jianmu_bt.llm.base import LLMOptions, ToolsInput
 from jianmu_bt.llm.errors import InvalidRequestError, LLMConfigurationError
+from jianmu_bt.llm.history import ConversationCache, Transcript
 from jianmu_bt.llm.messages import normalize_messages
 from jianmu_bt.tools import Tool, ToolSet
 from jianmu_bt.tools.base import normalize_parameters
@@ -27,13 +28,16 @@ class PreparedRequest:
     """What a provider turns into its wire format.
 
     `tools` are `{"name", "description", "parameters"}` dicts; `options` are the provider's
-    defaults merged with the call's; `model` is the model to ask for (never empty).
+    defaults merged with the call's; `model` is the model to ask for (never empty). `messages`
+    may be shared with other requests of the same conversation (read them, never change them);
+    `transcript`, when the provider keeps a `ConversationCache`, is where they come from.
     """
 
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]]
     options: LLMOptions
     model: str
+    transcript: Transcript | None = None
 
 
 def tool_schemas(tools: ToolsInput) -> list[dict[str, Any]]:
@@ -98,8 +102,12 @@ def prepare_request(
     defaults: LLMOptions,
     *,
     missing_model_hint: str,
+    conversations: ConversationCache | None = None,
 ) -> PreparedRequest:
-    """Check and combine one call's input; `missing_model_hint` says how to set a model."""
+    """Check and combine one call's input; `missing_model_hint` says how to set a model.
+
+    With `conversations`, only the messages it has not seen in an earlier request are checked.
+    """
     if options is not None and not isinstance(options, LLMOptions):
         if isinstance(options, Mapping):
             try:
@@ -115,6 +123,9 @@ def prepare_request(
     check_tool_choice(merged.tool_choice, schemas)
     if not merged.model:
         raise LLMConfigurationError(f"no model to ask for: {missing_model_hint}")
-    return PreparedRequest(
-        messages=normalize_messages(messages), tools=schemas, options=merged, model=merged.model
-    )
+    if conversations is None:
+        checked = normalize_messages(messages)
+        return PreparedRequest(checked, schemas, merged, merged.model)
+    transcript = conversations.normalize(messages)
+    checked = transcript.messages[: transcript.length]  # the request's own list
+    return PreparedRequest(checked, schemas, merged, merged.model, transcript)

@@ -16,16 +16,15 @@ A reply is one of:
 
 from __future__ import annotations
 
-import copy
 import inspect
 import json
 import re
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from jianmu_bt.llm.base import LLMOptions, LLMResponse, StreamCompleted, StreamEvent, Usage
 from jianmu_bt.llm.errors import InvalidRequestError, ScriptExhaustedError
+from jianmu_bt.llm.history import copy_messages
 from jianmu_bt.llm.provider import ProviderBase
 from jianmu_bt.llm.request import PreparedRequest
 from jianmu_bt.llm.streaming import StreamAssembler
@@ -40,13 +39,36 @@ _REPLY_KEYS = {"content", "tool_calls", "usage", "finish_reason"}
 _ARGUMENT_PIECE = 7  # characters per streamed argument fragment, so fragments really split
 
 
-@dataclass(frozen=True, slots=True)
 class ScriptedCall:
-    """What one call to the provider saw: checked messages, tool schemas, merged options."""
+    """What one call to the provider saw: checked messages, tool schemas, merged options.
 
-    messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]]
-    options: LLMOptions
+    The messages are kept as a place in the conversation the calls share (memory stays linear
+    in the length of a run, not quadratic); reading `messages` gives a copy of its own.
+    """
+
+    __slots__ = ("_length", "_source", "options", "tools")
+
+    def __init__(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        options: LLMOptions,
+        *,
+        length: int | None = None,
+    ) -> None:
+        """The call's messages are `messages[:length]` (all of them by default), read-only."""
+        self._source = messages
+        self._length = len(messages) if length is None else length
+        self.tools = tools
+        self.options = options
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The checked conversation the call was given (a fresh copy at each read)."""
+        return copy_messages(self._source[: self._length])
+
+    def __repr__(self) -> str:
+        return f"ScriptedCall({self._length} messages, {len(self.tools)} tools)"
 
 
 def _check_reply(reply: Any, where: str) -> None:
@@ -129,11 +151,16 @@ class ScriptedProvider(ProviderBase):
 
     async def _answer(self, request: PreparedRequest) -> LLMResponse:
         number = self._used + 1
-        self.calls.append(
-            ScriptedCall(copy.deepcopy(request.messages), request.tools, request.options)
-        )
+        shared = request.transcript
+        if shared is not None:  # point into the conversation instead of copying it per call
+            call = ScriptedCall(
+                shared.messages, request.tools, request.options, length=shared.length
+            )
+        else:
+            call = ScriptedCall(copy_messages(request.messages), request.tools, request.options)
+        self.calls.append(call)
         if self._function is not None:
-            reply = self._function(copy.deepcopy(request.messages), request.tools)
+            reply = self._function(copy_messages(request.messages), request.tools)
             if inspect.isawaitable(reply):
                 reply = await reply
             _check_reply(reply, f"the reply function's answer to call {number}")

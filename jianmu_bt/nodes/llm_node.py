@@ -55,6 +55,7 @@ class AgentLLMNode(AsyncNode):
         self.options = options
         self.stream = stream
         self.last_response: LLMResponse | None = None
+        self._system_message: dict[str, Any] | None = None
 
     @property
     def finished(self) -> bool:
@@ -75,11 +76,16 @@ class AgentLLMNode(AsyncNode):
 
     def build_messages(self) -> list[dict[str, Any]]:
         """The request's messages: the system prompt (with `{key}` references) then the history."""
-        history = list(self.state.read_port(self.messages_key) or [])
+        history = self.state.read_port(self.messages_key) or []
         if self.system_prompt:
-            system = render(self.system_prompt, self.state.get)
-            return [{"role": "system", "content": str(system)}, *history]
-        return history
+            text = str(render(self.system_prompt, self.state.get))
+            system = self._system_message
+            if system is None or system["content"] != text:
+                # The same dict turn after turn while the text stays: a provider then sees the
+                # conversation it already checked, one turn longer (`ConversationCache`).
+                system = self._system_message = {"role": "system", "content": text}
+            return [system, *history]
+        return list(history)
 
     async def run_async(self) -> bool:
         self.last_response = None
@@ -116,13 +122,14 @@ class AgentLLMNode(AsyncNode):
         if journal is not None and record is None:
             journal.write(_turn_entry(key, self.node_key, len(messages), response), full=False)
         self.last_response = response
-        self.emit(
-            "llm.response",
-            text=response.text,
-            tool_calls=[call.to_dict() for call in response.tool_calls],
-            usage=response.usage.model_dump(),
-            finish_reason=response.finish_reason,
-        )
+        if self.listened:  # the event's data costs a dump of the reply
+            self.emit(
+                "llm.response",
+                text=response.text,
+                tool_calls=[call.to_dict() for call in response.tool_calls],
+                usage=response.usage.model_dump(),
+                finish_reason=response.finish_reason,
+            )
         self.state.update(self._updates(response))
         return True
 

@@ -52,6 +52,11 @@ class ContextNode(py_trees.behaviour.Behaviour):
             )
         return self.context.state
 
+    @property
+    def listened(self) -> bool:
+        """True when someone listens to the run's events: build costly event data only then."""
+        return self.context is not None and self.context.events.active
+
     def emit(self, type: str, **data: Any) -> None:
         """Emit an event about this node (free when nobody listens)."""
         if self.context is not None:

@@ -66,7 +66,8 @@ class TaskHandle:
     __slots__ = ("cancelled", "done", "error", "result", "scope")
 
     def __init__(self) -> None:
-        self.scope = anyio.CancelScope()
+        # Made when the work starts, in the event loop (a tick may spawn from another thread).
+        self.scope: anyio.CancelScope | None = None
         self.done = False
         self.cancelled = False
         self.result: Any = None
@@ -76,7 +77,8 @@ class TaskHandle:
         """Cancel the coroutine (a no-op when it has finished)."""
         if not self.done:
             self.cancelled = True
-            self.scope.cancel()
+            if self.scope is not None:  # else the work is cancelled as it starts
+                self.scope.cancel()
 
 
 class NodeTimeoutError(TimeoutError):
@@ -160,7 +162,9 @@ class RunContext:
         self, handle: TaskHandle, work: Callable[[], Awaitable[Any]], timeout: float | None
     ) -> None:
         try:
-            with handle.scope:
+            with anyio.CancelScope() as handle.scope:
+                if handle.cancelled:
+                    handle.scope.cancel()
                 try:
                     if timeout is None:  # no second cancel scope when there is no limit
                         handle.result = await work()

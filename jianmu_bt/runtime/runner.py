@@ -2,18 +2,19 @@
 
 A tick happens when a node's async work finished, state was written, a deadline came (a py_trees
 `Timeout` decorator's finish time, a `idle_interval`), or the previous tick changed a status (so
-decorators such as `Retry` make progress). Ticks are capped per second and in total. The run ends
-at the root's first SUCCESS or FAILURE; halting cancels every in-flight task, and nothing keeps
-running after `run`/`arun` return.
+decorators such as `Retry` make progress). Ticks that follow finished work run at once; the others
+are capped per second (`TickPacer`), and all of them in total. The run ends at the root's first
+SUCCESS or FAILURE; halting cancels every in-flight task, and nothing keeps running after
+`run`/`arun` return.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -26,52 +27,25 @@ from py_trees.common import Status
 from jianmu_bt.runtime.async_node import ContextNode
 from jianmu_bt.runtime.context import LoopHandle, RunContext
 from jianmu_bt.runtime.events import EventBus
+from jianmu_bt.runtime.pacing import TickPacer
 from jianmu_bt.runtime.progress import node_keys, tree_progress
+from jianmu_bt.runtime.results import RunResult as RunResult  # re-exported: its old home
 from jianmu_bt.runtime.services import RunGuard
 from jianmu_bt.runtime.state import StateManager
-from jianmu_bt.runtime.task_groups import create_task_group, start_soon
+from jianmu_bt.runtime.task_groups import DeferredStarts, create_task_group, start_soon
 
 TERMINAL = (Status.SUCCESS, Status.FAILURE)
-# Ticks that may follow each other without waiting before max_ticks_per_second applies.
-TICK_BURST = 10
 # The longest wait between looks at a tree that nothing can wake (see `stall_interval`).
 MAX_STALL_INTERVAL = 1.0
-
-
-@dataclass
-class RunResult:
-    """How a run ended: final status, the state as a dict, ticks taken, and why it failed."""
-
-    status: Status
-    state: dict[str, Any]
-    ticks: int
-    reason: str = ""
-    run_id: str = ""
-    duration: float = 0.0
-    node_statuses: dict[str, Status] = field(default_factory=dict)
-    #: True when a durable run paused (a call waits for a decision); `status` is then RUNNING.
-    paused: bool = False
-
-    @property
-    def ok(self) -> bool:
-        """True when the root ended in SUCCESS."""
-        return self.status == Status.SUCCESS
-
-    @property
-    def run_status(self) -> str:
-        """The run's status word: `succeeded`, `failed` or `paused`."""
-        if self.paused:
-            return "paused"
-        return "succeeded" if self.status == Status.SUCCESS else "failed"
 
 
 class TreeRunner:
     """Runs one tree over one StateManager: `tick()`, `run()` (blocking) and `await arun()`.
 
     `services` are handed to the nodes through their RunContext (for example `guard`, `llm`).
-    `max_ticks` bounds the total number of ticks of a run, `max_ticks_per_second` their average
-    rate (up to TICK_BURST ticks in a row go without waiting, so a node's start and end cost no
-    sleep);
+    `max_ticks` bounds the total number of ticks of a run; `max_ticks_per_second` (0: no cap) the
+    average rate of the ticks no work asked for (see `TickPacer`: a tick that follows finished
+    work never waits, and up to TICK_BURST others in a row do not either);
     `idle_interval` (seconds, None = never) ticks an idle tree anyway, for plain py_trees behaviours
     that poll something outside the run. When a tick changed nothing and no work is in flight,
     nothing could wake the runner, so it ticks again after `stall_interval` seconds, doubling the
@@ -95,7 +69,7 @@ class TreeRunner:
         self.state = state
         self.context = RunContext(state, events, services, run_id)
         self.max_ticks = max_ticks
-        self.min_tick_gap = 1.0 / max_ticks_per_second if max_ticks_per_second else 0.0
+        self.max_ticks_per_second = max_ticks_per_second
         self.idle_interval = idle_interval
         self.stall_interval = stall_interval
         self.tick_count = 0
@@ -118,6 +92,7 @@ class TreeRunner:
         self._error = ""
         self._unsubscribe = state.subscribe(lambda _keys: self.wake())
         self._paused = False
+        self._tick_lock = threading.Lock()
 
     @property
     def events(self) -> EventBus:
@@ -178,21 +153,13 @@ class TreeRunner:
         return deadline
 
     async def _loop(self) -> Status:
-        # The rate cap is a token bucket: a few ticks in a row go at once (a node starts and its
-        # work ends), while a tree that keeps changing is held to max_ticks_per_second on average.
-        allowance = float(TICK_BURST)
-        last = time.monotonic()
+        pacer = TickPacer(self.max_ticks_per_second)
         stall = self.stall_interval
         while True:
-            self._wake_event = anyio.Event()
-            if self.min_tick_gap:
-                now = time.monotonic()
-                allowance = min(TICK_BURST, allowance + (now - last) / self.min_tick_gap)
-                last = now
-                if allowance < 1.0:
-                    await anyio.sleep((1.0 - allowance) * self.min_tick_gap)
-                    allowance, last = 1.0, time.monotonic()
-                allowance -= 1.0
+            self._wake_event = wake = anyio.Event()
+            delay = pacer.delay()
+            if delay:
+                await anyio.sleep(delay)
             status = self._tick_once()
             if status in TERMINAL:
                 return status
@@ -214,11 +181,15 @@ class TreeRunner:
                 # off while nothing moves, so an idle tree costs almost no CPU.
                 wait = stall if wait is None else min(wait, stall)
                 stall = min(stall * 2, MAX_STALL_INTERVAL)
+            # Set already: the tick's own state writes; set while waiting: work finished.
+            woke_itself = wake.is_set()
             if wait is None:  # no deadline: no cancel scope to enter (a hot path)
-                await self._wake_event.wait()
+                await wake.wait()
             else:
                 with anyio.move_on_after(wait):
-                    await self._wake_event.wait()
+                    await wake.wait()
+            if not woke_itself and wake.is_set():
+                pacer.work_done()
 
     # -- running ---------------------------------------------------------------------------
 
@@ -302,9 +273,29 @@ class TreeRunner:
     def tick(self) -> Status:
         """One tick, from synchronous code; async work keeps running between calls.
 
-        The first call starts a background event loop for the run's tasks; `close()` stops it.
+        With no work in flight the tick runs right here, in the calling thread (no hop to an
+        event loop: it costs what a py_trees tick costs); the work it starts goes to a
+        background event loop, started on first need, once the tick is over. While work is in
+        flight ticks run in that loop, so a tick never races the work. `close()` stops the loop.
         """
-        return self.background_loop().call(self._tick_once)
+        with self._tick_lock:  # ticks from several threads take turns, as in one loop
+            if self.context.in_flight or self._wake_event is not None:
+                return self.background_loop().call(self._tick_once)
+            outer = self.context.attachment
+            starts = DeferredStarts()
+            self.context.attach(starts, outer[1])
+            try:
+                return self._tick_once()
+            finally:
+                self.context.attach(*outer)
+                if starts:
+                    self._start_in_background(starts)
+
+    def _start_in_background(self, starts: DeferredStarts) -> None:
+        self.background_loop()  # its host task group takes the work
+        context, loop = self.context, self._loop_handle
+        if loop is not None:  # set by the host before the loop is handed out
+            loop.call_soon(lambda: starts.start_in(context.attachment[0]))
 
     @property
     def has_background_loop(self) -> bool:

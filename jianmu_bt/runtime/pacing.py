@@ -1,0 +1,46 @@
+"""TickPacer: the runner's ticks-per-second cap, which only ticks that no work asked for pay.
+
+A token bucket: up to `burst` ticks in a row go at once, and a tree that keeps changing by
+itself (a `Repeat` over instant behaviours, idle polling, deadlines) is held to `rate` ticks a
+second on average. Work that finishes (a node's task ended, a state write from outside the tick)
+refills the bucket, so the ticks it triggers run as soon as it is done: a busy agent loop, whose
+every tick follows an LLM reply or a tool result, never waits for the cap.
+"""
+
+from __future__ import annotations
+
+import time
+
+#: Ticks that may follow each other without waiting before the rate applies.
+TICK_BURST = 10
+
+
+class TickPacer:
+    """How long to wait before each tick so that self-driven ticks keep to `rate` a second."""
+
+    __slots__ = ("_allowance", "_burst", "_gap", "_last")
+
+    def __init__(self, rate: float, burst: int = TICK_BURST) -> None:
+        """`rate` ticks a second on average (0 or less: no cap), bursts of `burst` ticks."""
+        self._gap = 1.0 / rate if rate > 0 else 0.0
+        self._burst = float(burst)
+        self._allowance = self._burst
+        self._last = time.monotonic()
+
+    def work_done(self) -> None:
+        """Work finished since the last tick: the ticks it triggers go without waiting."""
+        self._allowance = self._burst
+
+    def delay(self) -> float:
+        """Seconds to wait before the next tick (0 while the bucket holds a token); takes one."""
+        if not self._gap:
+            return 0.0
+        now = time.monotonic()
+        allowance = min(self._burst, self._allowance + (now - self._last) / self._gap)
+        wait = 0.0
+        if allowance < 1.0:
+            wait = (1.0 - allowance) * self._gap
+            allowance = 1.0
+        self._last = now + wait
+        self._allowance = allowance - 1.0
+        return wait
