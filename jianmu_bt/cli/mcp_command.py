@@ -31,7 +31,7 @@ Needs the MCP SDK: pip install 'jianmu-bt[mcp]'.
 
 def add_parser(commands: Any) -> None:
     """Register `mcp serve` on the top-level subparsers."""
-    from jianmu_bt.mcp.cli import add_serve_arguments
+    from jianmu_bt.mcp.serve_options import add_serve_arguments
 
     parser = commands.add_parser("mcp", help=HELP, description=HELP)
     actions = parser.add_subparsers(dest="mcp_command", metavar="ACTION", required=True)

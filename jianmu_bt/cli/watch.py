@@ -18,7 +18,6 @@ from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
 from jianmu_bt.cli.activity import describe_event
-from jianmu_bt.viz import status_lines
 
 #: Seconds between two redraws on a terminal, and between two snapshots in plain mode.
 TERMINAL_INTERVAL = 0.1
@@ -88,6 +87,8 @@ class WatchView:
         elapsed = self.clock() - self.started
         state = "finished" if final else "running"
         header = f"-- {self.root.name}: {state}, tick {self.tick}, {elapsed:.2f}s --"
+        from jianmu_bt.viz import status_lines  # the display layer loads when a view draws
+
         lines = [header, *status_lines(self.root, statuses)]
         if self.live:
             lines = self._fit(lines + [f"  > {line}" for line in self._activity])

@@ -24,29 +24,30 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
-import py_trees
-
-from jianmu_bt.guard import GuardConfigError, GuardEnforcer
-from jianmu_bt.llm import LLMConfigurationError, LLMProvider, provider_from_config
 from jianmu_bt.loader import kinds  # noqa: F401  (importing it registers the built-in kinds)
 from jianmu_bt.loader.analysis import analyze
 from jianmu_bt.loader.build import build_behaviours
+from jianmu_bt.loader.bulk import paused_gc
 from jianmu_bt.loader.catalog import ToolCatalog
-from jianmu_bt.loader.checks import check_tree, tree_graph
+from jianmu_bt.loader.checks import check_tree
 from jianmu_bt.loader.context import BuildContext
 from jianmu_bt.loader.diagnostics import Diagnostic, TreeLoadError, sort_diagnostics
 from jianmu_bt.loader.expand import Expander
 from jianmu_bt.loader.records import NodeRecord, Unit
 from jianmu_bt.loader.registry import models
-from jianmu_bt.loader.session import LoadedRunner, ProviderSession
 from jianmu_bt.loader.state_model import StateInfo, build_state
 from jianmu_bt.loader.tools_config import resolve_tools
-from jianmu_bt.loader.tree import Tree
 from jianmu_bt.loader.units import TEXT_SOURCE, UnitLoader, display_name
-from jianmu_bt.runtime import StateManager
 from jianmu_bt.tools import Tool, ToolProvider, ToolSet
+
+if TYPE_CHECKING:  # what only a load (not a validation) needs is imported when it runs
+    import py_trees
+
+    from jianmu_bt.guard import GuardEnforcer
+    from jianmu_bt.llm import LLMProvider
+    from jianmu_bt.loader.tree import Tree
 
 _MAX_INLINE_PATH = 4096
 
@@ -148,7 +149,7 @@ def _run_pipeline(source: str | Path, options: LoadOptions) -> _Loaded:
         return out
     out.diagnostics += analyze(out.records, out.state, out.catalog)
     if options.get("check", True) and not out.failed:
-        out.diagnostics += check_tree(tree_graph(out.records, out.root_id), out.state, out.catalog)
+        out.diagnostics += check_tree(out.records, out.root_id, out.state, out.catalog)
     out.diagnostics += _llm_needed(out)
     if out.failed:
         return out
@@ -169,12 +170,16 @@ def tree_digest(units: Iterable[Unit]) -> str:
 def _services(out: _Loaded, unit: Unit) -> list[Diagnostic]:
     problems = []
     if out.llm is None and unit.model.llm is not None:
+        from jianmu_bt.llm import LLMConfigurationError, provider_from_config
+
         try:
             out.llm = provider_from_config(unit.model.llm)
         except LLMConfigurationError as exc:
             line, col = unit.at(("llm",), key=True)
             problems.append(Diagnostic(unit.file, line, col, "error", str(exc), "llm-config"))
     if out.guard is None and unit.model.guard is not None:
+        from jianmu_bt.guard import GuardConfigError, GuardEnforcer
+
         try:
             out.guard = GuardEnforcer.from_config(unit.model.guard)
         except GuardConfigError as exc:
@@ -216,6 +221,15 @@ def load_tree(source: str | Path, **options: Unpack[LoadOptions]) -> Tree:
     Raises TreeLoadError listing every error (and the warnings) with `file:line:col`.
     """
     _known_options("load_tree", options)
+    with paused_gc():  # bulk construction: see `bulk`
+        return _load(source, options)
+
+
+def _load(source: str | Path, options: LoadOptions) -> Tree:
+    from jianmu_bt.loader.session import LoadedRunner, ProviderSession
+    from jianmu_bt.loader.tree import Tree
+    from jianmu_bt.runtime.state import StateManager
+
     out = _run_pipeline(source, options)
     if out.failed or out.root is None:
         if not out.failed:  # cannot happen: a pipeline without a root reported why
@@ -235,13 +249,15 @@ def load_tree(source: str | Path, **options: Unpack[LoadOptions]) -> Tree:
     session = ProviderSession(out.catalog, out.context.bindings)
     runner = LoadedRunner(out.root, state, services=services, session=session, owned=owned)
     guards = [g for g in (out.guard, *out.context.guards) if g is not None]
+    # The Tree keeps what runs need, not the load's data (the parsed files, their positions and
+    # node configs): its model keeps the file's settings, its nodes are the built behaviours.
     return Tree(
         name=tree_name(out.unit),
         path=out.unit.path,
-        model=out.unit.model,
+        model=out.unit.model.model_copy(update={"root": None, "trees": {}}),
         root=out.root,
         state=state,
-        state_info=out.state,
+        state_info=out.state.released(),
         runner=runner,
         findings=sort_diagnostics(out.diagnostics),
         guards=guards,
@@ -255,7 +271,8 @@ def validate_source(source: str | Path, **options: Unpack[LoadOptions]) -> list[
     It takes the options of `load_tree` (`LoadOptions`) and runs the same stages but the last.
     """
     _known_options("validate_source", options)
-    return sort_diagnostics(_run_pipeline(source, options).diagnostics)
+    with paused_gc():
+        return sort_diagnostics(_run_pipeline(source, options).diagnostics)
 
 
 def format_json_schema() -> dict[str, Any]:

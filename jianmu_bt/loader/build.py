@@ -8,6 +8,8 @@ tagged with its `NodeInfo`; the parts an `agent` expands to are tagged as parts 
 
 from __future__ import annotations
 
+import functools
+
 import py_trees
 from py_trees.behaviour import Behaviour
 
@@ -17,15 +19,22 @@ from jianmu_bt.loader.node_facts import NodeProblem
 from jianmu_bt.loader.node_info import ATTRIBUTE, NodeInfo
 from jianmu_bt.loader.records import NodeRecord
 from jianmu_bt.loader.registry import get_kind
-from jianmu_bt.nodes import AddMessage, AgentLLMNode, AgentLoop, ToolExecutor
 
-_PARTS: dict[type, tuple[str, str, str]] = {
-    AddMessage: ("goal", "add_message", "action"),
-    AgentLoop: ("loop", "agent_loop", "decorator"),
-    AgentLLMNode: ("llm", "llm", "action"),
-    ToolExecutor: ("executor", "executor", "action"),
-    py_trees.composites.Sequence: ("turn", "sequence", "composite"),
-}
+
+@functools.cache
+def _parts() -> dict[type, tuple[str, str, str]]:
+    """The parts an `agent` expands to: class -> (part, kind, category) (nodes load on use)."""
+    from jianmu_bt.nodes.agent import AddMessage, AgentLoop
+    from jianmu_bt.nodes.llm_node import AgentLLMNode
+    from jianmu_bt.nodes.tool_executor import ToolExecutor
+
+    return {
+        AddMessage: ("goal", "add_message", "action"),
+        AgentLoop: ("loop", "agent_loop", "decorator"),
+        AgentLLMNode: ("llm", "llm", "action"),
+        ToolExecutor: ("executor", "executor", "action"),
+        py_trees.composites.Sequence: ("turn", "sequence", "composite"),
+    }
 
 
 def _detail(record: NodeRecord) -> str:
@@ -64,7 +73,8 @@ def _annotate(record: NodeRecord, behaviour: Behaviour) -> None:
     for inner in behaviour.iterate():
         if inner is behaviour or hasattr(inner, ATTRIBUTE):
             continue
-        part, inner_kind, inner_category = _PARTS.get(type(inner), ("part", "behaviour", "action"))
+        parts = _parts()
+        part, inner_kind, inner_category = parts.get(type(inner), ("part", "behaviour", "action"))
         setattr(
             inner,
             ATTRIBUTE,

@@ -9,12 +9,14 @@
 | `duplicate-name` | warning | two nodes the file names alike (default names are made unique) |
 
 Unknown keys, tools, node kinds and include cycles are found earlier (analysis, validation and
-expansion) and are errors.
+expansion) and are errors. The checks walk the expanded records (a tree, in pre-order) directly;
+`tree_graph` gives the same tree as a networkx graph for tools that want one (networkx loads
+only then, so validating a file does not pay for importing it).
 """
 
 from __future__ import annotations
 
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from jianmu_bt.loader.analysis import reference_position
 from jianmu_bt.loader.catalog import ToolCatalog
@@ -28,11 +30,16 @@ from jianmu_bt.runtime.reducers import REPLACE
 from jianmu_bt.runtime.state_schema import StateValidationError, compile_schema
 from jianmu_bt.tools.base import DEFAULT_OUTPUT_SCHEMA
 
+if TYPE_CHECKING:
+    import networkx as nx
+
 _TEXT_MAY_PARSE = {"integer", "number", "boolean"}
 
 
 def tree_graph(records: dict[str, NodeRecord], root_id: str) -> nx.DiGraph[str]:
     """The tree as a DiGraph: node ids with their `record`, edges parent -> child in order."""
+    import networkx as nx
+
     graph: nx.DiGraph[str] = nx.DiGraph()
     for record in records.values():
         graph.add_node(record.id, record=record)
@@ -63,14 +70,16 @@ def _json_types(schema: object) -> set[str]:
     return set()
 
 
-def check_tree(graph: nx.DiGraph, state: StateInfo, catalog: ToolCatalog) -> list[Diagnostic]:
-    """Every finding of the static checks, located."""
-    records: list[NodeRecord] = [graph.nodes[n]["record"] for n in graph.nodes]
+def check_tree(
+    records: dict[str, NodeRecord], root_id: str, state: StateInfo, catalog: ToolCatalog
+) -> list[Diagnostic]:
+    """Every finding of the static checks on the expanded tree (records in pre-order), located."""
+    nodes = list(records.values())
     findings: list[Diagnostic] = []
-    findings += _unwritten_reads(records, state)
-    findings += _write_types(records, state, catalog)
-    findings += _unreachable(graph)
-    findings += _duplicate_names(records)
+    findings += _unwritten_reads(nodes, state)
+    findings += _write_types(nodes, state, catalog)
+    findings += _unreachable(records, root_id)
+    findings += _duplicate_names(nodes)
     return findings
 
 
@@ -165,23 +174,26 @@ def _as_json(state_type: str) -> list[str]:
     }.get(state_type, [])
 
 
-def outcomes(graph: nx.DiGraph) -> dict[str, Outcome]:
-    """What each node can end in (children first), from its kind's outcome rule."""
+def outcomes(records: dict[str, NodeRecord], root_id: str) -> dict[str, Outcome]:
+    """What each node below `root_id` can end in (children first), from its kind's rule."""
     result: dict[str, Outcome] = {}
-    root = graph.graph["root"]
-    for node_id in nx.dfs_postorder_nodes(graph, root):
-        record: NodeRecord = graph.nodes[node_id]["record"]
+    below = {root_id}
+    for record in records.values():  # pre-order: a parent before its children
+        if record.id in below:
+            below.update(record.children)
+    for record in reversed(list(records.values())):  # children before their parent
+        if record.id not in below:
+            continue
         kind = get_kind(record.kind)
         children = [result[c] for c in record.children if c in result]
-        result[node_id] = kind.outcome(record.config, children) if kind else Outcome()
+        result[record.id] = kind.outcome(record.config, children) if kind else Outcome()
     return result
 
 
-def _unreachable(graph: nx.DiGraph) -> list[Diagnostic]:
-    ends = outcomes(graph)
+def _unreachable(records: dict[str, NodeRecord], root_id: str) -> list[Diagnostic]:
+    ends = outcomes(records, root_id)
     found = []
-    for node_id in graph.nodes:
-        record: NodeRecord = graph.nodes[node_id]["record"]
+    for record in records.values():
         if record.kind not in ("sequence", "selector"):
             continue
         for index, child in enumerate(record.children[:-1]):
@@ -194,9 +206,9 @@ def _unreachable(graph: nx.DiGraph) -> list[Diagnostic]:
                 why = "never succeeds, so the sequence never reaches the children after it"
             else:
                 continue
-            first = graph.nodes[record.children[index + 1]]["record"]
+            first = records[record.children[index + 1]]
             skipped = len(record.children) - index - 1
-            blocker = graph.nodes[child]["record"]
+            blocker = records[child]
             found.append(
                 first.diagnostic(
                     f"unreachable: '{blocker.name}' {why} ({skipped} child(ren) skipped)",

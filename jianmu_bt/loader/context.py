@@ -36,11 +36,15 @@ class PendingTool(Tool):
         )
 
 
-@dataclass
+@dataclass(slots=True)
 class Binding:
-    """A node's tools to set again once the providers started (`names` None: all tools)."""
+    """A node's tools to set again once the providers started (`names` None: all tools).
 
-    record: NodeRecord
+    `where` is the node as messages name it (`file:line:col: node 'name'`): a binding outlives
+    the load, so it keeps that text rather than the node's record and its file's data.
+    """
+
+    where: str
     names: list[str] | None
     apply: Callable[[ToolSet], None]
 
@@ -72,4 +76,6 @@ class BuildContext:
     ) -> None:
         """Remember how to give `record`'s node its tools again (only needed with providers)."""
         if self.catalog.providers:
-            self.bindings.append(Binding(record, names, apply))
+            line, col = record.at()
+            where = f"{record.unit.file}:{line}:{col}: node '{record.name}'"
+            self.bindings.append(Binding(where, names, apply))

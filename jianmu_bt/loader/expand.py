@@ -39,6 +39,10 @@ class Expander:
         self.states: list[StateDeclaration] = []
         self.units: list[Unit] = []
         self._names: set[str] = set()
+        # The next number to try per default name / repeated id: numbering n unnamed nodes alike
+        # stays linear (every smaller number is taken already, and names are never freed).
+        self._next_name: dict[str, int] = {}
+        self._next_id: dict[str, int] = {}
         self._unit_keymaps: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
         self._models = models()
 
@@ -122,9 +126,10 @@ class Expander:
 
     def _unique_id(self, node_id: str) -> str:
         # Duplicates of explicit ids are reported by the checks; keep the graph well-formed.
-        n = 2
+        n = self._next_id.get(node_id, 2)
         while f"{node_id}#{n}" in self.records:
             n += 1
+        self._next_id[node_id] = n + 1
         return f"{node_id}#{n}"
 
     def _name(self, kind: str, config: NodeConfig) -> str:
@@ -133,9 +138,13 @@ class Expander:
             return config.name
         node_kind = get_kind(kind)
         base = node_kind.display_name(config) if node_kind is not None else kind
-        name, n = base, 2
-        while name in self._names:
-            name, n = f"{base} #{n}", n + 1
+        name = base
+        if name in self._names:
+            n = self._next_name.get(base, 2)
+            while f"{base} #{n}" in self._names:
+                n += 1
+            self._next_name[base] = n + 1
+            name = f"{base} #{n}"
         self._names.add(name)
         return name
 

@@ -203,7 +203,11 @@ for _name, (_cls, _ok, _fail) in _CONVERTERS.items():
     _converter: type[StatusConverterConfig] = type(
         "".join(p.title() for p in _name.split("_")) + "Config",
         (StatusConverterConfig,),
-        {"__doc__": f"{_name.replace('_', ' ').capitalize()} (py_trees {_cls.__name__})."},
+        {
+            "__doc__": f"{_name.replace('_', ' ').capitalize()} (py_trees {_cls.__name__}).",
+            # where `child: Node` resolves, as for the configs of `model`
+            "__module__": StatusConverterConfig.__module__,
+        },
     )
     _register_decorator(
         _name,

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from py_trees.behaviour import Behaviour
 
-from jianmu_bt.guard import GuardConfigError, GuardEnforcer, LayeredGuard
-from jianmu_bt.llm import LLMConfigurationError, provider_from_config
 from jianmu_bt.loader.model import (
     AgentConfig,
     ConditionConfig,
@@ -21,18 +18,12 @@ from jianmu_bt.loader.model import (
 from jianmu_bt.loader.node_facts import EITHER, NodeIO, NodeProblem, Outcome
 from jianmu_bt.loader.positions import Path
 from jianmu_bt.loader.registry import NodeKind, register_kind
-from jianmu_bt.nodes import (
-    AgentLLMNode,
-    CallOptions,
-    ExecutorOptions,
-    RetryPolicy,
-    ToolExecutor,
-    ToolNode,
-    react_agent,
-)
 from jianmu_bt.nodes.condition import Condition, ExpressionError, SafeExpression
+from jianmu_bt.nodes.options import CallOptions, ExecutorOptions
 from jianmu_bt.nodes.set_values import SetValues
+from jianmu_bt.nodes.tool_node import ToolNode
 from jianmu_bt.runtime.templates import REFERENCE
+from jianmu_bt.tools.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from jianmu_bt.loader.context import BuildContext
@@ -138,6 +129,8 @@ def _executor_options(config: ExecutorConfig | AgentConfig, **more: Any) -> Exec
 
 
 def _executor(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
+    from jianmu_bt.nodes.tool_executor import ToolExecutor  # the agent parts load on use
+
     config = record.config_as(ExecutorConfig)
     node = ToolExecutor(
         ctx.tools(config.tools),
@@ -166,6 +159,8 @@ def _llm_io(config: LLMStepConfig) -> NodeIO:
 
 
 def _llm(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
+    from jianmu_bt.nodes.llm_node import AgentLLMNode  # the LLM layer loads on use
+
     config = record.config_as(LLMStepConfig)
     keys = record.keys
     node = AgentLLMNode(
@@ -232,6 +227,13 @@ def _run_guard(node: Behaviour) -> Callable[[], Any]:
 
 
 def _agent(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
+    # The LLM and guard layers load when an agent is built, not when a file is validated.
+    from jianmu_bt.guard import GuardConfigError, GuardEnforcer, LayeredGuard
+    from jianmu_bt.llm import LLMConfigurationError, provider_from_config
+    from jianmu_bt.nodes.agent import react_agent
+    from jianmu_bt.nodes.llm_node import AgentLLMNode
+    from jianmu_bt.nodes.tool_executor import ToolExecutor
+
     config = record.config_as(AgentConfig)
     keys = record.keys
     provider = None
@@ -291,18 +293,20 @@ register_kind(
 # --- condition and set ------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=4096)
-def _compile(text: str) -> SafeExpression:
-    return SafeExpression(text)  # immutable once built: io, outcome and build share it
-
-
 def _expression(config: ConditionConfig) -> SafeExpression:
-    try:
-        return _compile(config.check)
-    except ExpressionError as exc:
-        raise NodeProblem(
-            f"bad condition: {exc.message}", ("check",), code="bad-expression", offset=exc.offset
-        ) from None
+    compiled: SafeExpression | None = config._compiled
+    if compiled is None:  # parsed once per node: io, outcome and build share it
+        try:
+            compiled = SafeExpression(config.check)
+        except ExpressionError as exc:
+            raise NodeProblem(
+                f"bad condition: {exc.message}",
+                ("check",),
+                code="bad-expression",
+                offset=exc.offset,
+            ) from None
+        config._compiled = compiled
+    return compiled
 
 
 def _condition_io(config: ConditionConfig) -> NodeIO:

@@ -15,6 +15,7 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    PrivateAttr,
     StringConstraints,
     Tag,
     model_validator,
@@ -26,9 +27,15 @@ from jianmu_bt.llm import LLMConfig, LLMOptions
 from jianmu_bt.mcp.config import MCPServerConfig
 
 if TYPE_CHECKING:
-    # The node union is built by the registry from the registered kinds, and given to these
-    # models (whose `children`/`child` refer to it) when they are rebuilt.
+    # The node union is built by the registry from the registered kinds and set here by
+    # `use_node_union`, where these models (whose `children`/`child` refer to it) find it.
     Node = Any
+
+
+def use_node_union(node: Any) -> None:
+    """Make `node` (the registry's union of the registered kinds) what `Node` means here."""
+    globals()["Node"] = node
+
 
 StateKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 """A state field name: a Python-style identifier (templates and conditions refer to it)."""
@@ -278,7 +285,7 @@ class ExecutorConfig(NodeConfig):
     actions_key: StateKey = Field("actions", description="Where the calls are read from.")
     messages_key: StateKey = Field("messages", description="Where tool messages are appended.")
     execution_mode: ExecutionMode = Field("auto", description="auto, serial or parallel.")
-    max_concurrency: int = Field(8, ge=1, description="Calls run at once in parallel mode.")
+    max_concurrency: int = Field(1000, ge=1, description="Calls run at once in parallel mode.")
     max_retries: int = Field(0, ge=0, description="Retries after a failed call.")
     call_timeout: float | None = Field(None, gt=0, description="Seconds one call may take.")
     timeout: float | None = Field(None, gt=0, description="Seconds the whole batch may take.")
@@ -319,6 +326,9 @@ class ConditionConfig(NodeConfig):
     """SUCCESS when a safe expression over state is true, FAILURE otherwise."""
 
     check: Text = Field(description="An expression over state fields, e.g. 'total > 10'.")
+    # The parsed expression, kept by the kind for this node's io, outcome and build (one
+    # parse per node, and nothing held once the load is over).
+    _compiled: Any = PrivateAttr(default=None)
 
 
 class SetConfig(NodeConfig):

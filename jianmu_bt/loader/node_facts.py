@@ -27,7 +27,7 @@ EITHER = Outcome()
 """A node that can both succeed and fail (the default)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class NodeIO:
     """The state keys a node reads and writes (its own, un-remapped names), with where each is
     named in its config (a path below the config), and the literal values it writes."""

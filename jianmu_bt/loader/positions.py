@@ -6,61 +6,35 @@ line and column. The loader walks pydantic's error locations and its own finding
 every message points into the file. YAML problems the plain loaders accept silently (a key given
 twice, a recursive alias, a tag that would build a Python object) are reported here too.
 
-A document is bounded before it is built (`YamlLimits`, the module's `LIMITS`): an event scan
-refuses nesting, values (aliases counted once per use, so "billion laughs" stops at the alias
-that crosses the line) and text beyond the limits, and the builder refuses over-long numbers and
-keys, each with a located `yaml-limit` diagnostic instead of a hang, a memory blow-up or a
-RecursionError.
+A document is bounded while it is built (`YamlLimits`, the module's `LIMITS`): composing is
+linear in the text (an alias is one shared node), and the builder counts nesting, values and text
+as it goes (each use of an alias counting its whole value again, so "billion laughs" stops at the
+alias that crosses the line) and refuses over-long numbers and keys, each with a located
+`yaml-limit` diagnostic instead of a hang, a memory blow-up or a RecursionError. Only a document
+that goes past a limit (or does not compose) is scanned again as events (`yaml_limits`), to say
+exactly where and which limit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
-from yaml.events import (
-    AliasEvent,
-    CollectionEndEvent,
-    CollectionStartEvent,
-    Event,
-    ScalarEvent,
-)
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from jianmu_bt.loader.diagnostics import Diagnostic
+from jianmu_bt.loader.yaml_limits import LIMIT_CODE, LOADER, YamlLimits, scan_limits
 
 Path = tuple[str | int, ...]
 
-# libyaml's parser when PyYAML was built with it (much faster on large files), else pure Python.
-_Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _STR_TAG = "tag:yaml.org,2002:str"
 _PLAIN_TAGS = frozenset({"tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"})
 _NUMBER_TAGS = frozenset({"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"})
-LIMIT_CODE = "yaml-limit"
-
-
-@dataclass(frozen=True, slots=True)
-class YamlLimits:
-    """What one YAML document may hold; beyond it the document is refused (`yaml-limit`).
-
-    Loosen them for one process with `positions.LIMITS = dataclasses.replace(LIMITS, ...)`.
-    """
-
-    max_depth: int = 200
-    """Nesting levels of mappings and sequences (libyaml itself stops at 1000)."""
-    max_values: int = 200_000
-    """Scalars, mappings and sequences, each use of an alias counting its whole value again."""
-    max_chars: int = 16 * 1024 * 1024
-    """Characters of all scalars together, aliases counted expanded as for `max_values`."""
-    max_string: int = 1_000_000
-    """Characters of one scalar."""
-    max_number: int = 100
-    """Characters of one integer or float literal (a bigger number is a mistake or an attack)."""
-    max_key: int = 1024
-    """Characters of one mapping key."""
+SCAN_FIRST_CHARS = 1 << 20
+"""Texts longer than this are scanned against the limits before they are composed."""
 
 
 LIMITS = YamlLimits()
@@ -87,8 +61,7 @@ MISSING = _NOTHING
 """What `child_value` returns for a path that is not in the data."""
 
 
-@dataclass(frozen=True, slots=True)
-class Position:
+class Position(NamedTuple):
     """Where a YAML node starts (1-based), its scalar style and whether it spans one line."""
 
     line: int
@@ -97,15 +70,21 @@ class Position:
     one_line: bool = True
 
 
-def _position(node: Node) -> Position:
+Spot = tuple[int, int, int, str | None]
+"""A node's start line and column, end line (0-based) and scalar style, as the map keeps them:
+a plain tuple is cheap to make for every key and value; a lookup turns it into a Position."""
+
+
+def _spot(node: Node) -> Spot:
+    start = node.start_mark
+    style = node.style if isinstance(node, ScalarNode) else None
+    return start.line, start.column, node.end_mark.line, style
+
+
+def _position(spot: Spot) -> Position:
+    line, col, end_line, style = spot
     # libyaml reports a plain scalar's style as "", the Python parser as None
-    style = (node.style or None) if isinstance(node, ScalarNode) else None
-    return Position(
-        node.start_mark.line + 1,
-        node.start_mark.column + 1,
-        style,
-        node.start_mark.line == node.end_mark.line,
-    )
+    return Position(line + 1, col + 1, style or None, line == end_line)
 
 
 @dataclass
@@ -113,8 +92,8 @@ class SourceMap:
     """Positions of the keys and values of one parsed document, by path."""
 
     file: str
-    values: dict[Path, Position] = field(default_factory=dict)
-    keys: dict[Path, Position] = field(default_factory=dict)
+    values: dict[Path, Spot] = field(default_factory=dict)
+    keys: dict[Path, Spot] = field(default_factory=dict)
 
     def value(self, path: Path) -> tuple[int, int]:
         """Line and column of the value at `path`, or of its nearest existing ancestor."""
@@ -125,7 +104,7 @@ class SourceMap:
         """Line and column of the key naming `path` (its value's position for list items)."""
         found = self.keys.get(path)
         if found is not None:
-            return found.line, found.col
+            return found[0] + 1, found[1] + 1
         return self.value(path)
 
     def has(self, path: Path) -> bool:
@@ -138,18 +117,19 @@ class SourceMap:
         Used to point at the exact place of an error inside an expression or template; falls
         back to the scalar's start for block scalars and multi-line values.
         """
-        pos = self.values.get(path)
-        if pos is None:
+        spot = self.values.get(path)
+        if spot is None:
             return self.value(path)
+        pos = _position(spot)
         if not pos.one_line or pos.style not in (None, "'", '"'):
             return pos.line, pos.col
         return pos.line, pos.col + offset + (1 if pos.style else 0)
 
-    def _nearest(self, path: Path, table: dict[Path, Position]) -> Position:
+    def _nearest(self, path: Path, table: dict[Path, Spot]) -> Position:
         for size in range(len(path), -1, -1):
             found = table.get(path[:size])
             if found is not None:
-                return found
+                return _position(found)
         return Position(1, 1)
 
 
@@ -163,30 +143,42 @@ class _Builder:
         self.constructor = yaml.constructor.SafeConstructor()
         self._active: set[int] = set()
         self._values = 0
+        self._chars = 0
 
-    def problem(self, pos: Position, message: str, code: str) -> None:
+    def problem(self, node: Node, message: str, code: str) -> None:
+        pos = _position(_spot(node))
         self.problems.append(Diagnostic(self.map.file, pos.line, pos.col, "error", message, code))
 
-    def build(self, node: Node, path: Path) -> Any:
-        pos = _position(node)
+    def count(self, node: Node, depth: int) -> None:
+        """Count `node` as `scan_limits` counts its event (`depth`: collections around it)."""
         self._values += 1
-        if self._values > self.limits.max_values or len(path) > self.limits.max_depth:
-            # the event scan refuses such documents first; this keeps the builder bounded alone
-            self.problem(pos, "YAML: the document is larger or deeper than the limits", LIMIT_CODE)
-            raise _LimitExceeded
-        self.map.values.setdefault(path, pos)
+        limits = self.limits
         if isinstance(node, ScalarNode):
-            return self._scalar(node, pos)
+            size = len(node.value)
+            self._chars += size
+            over = size > limits.max_string or self._chars > limits.max_chars
+        else:
+            over = depth >= limits.max_depth
+        if over or self._values > limits.max_values:
+            # parse_yaml then asks scan_limits where and which limit, for the message
+            self.problem(node, "YAML: the document is larger or deeper than the limits", LIMIT_CODE)
+            raise _LimitExceeded
+
+    def build(self, node: Node, path: Path) -> Any:
+        self.count(node, len(path))
+        self.map.values.setdefault(path, _spot(node))
+        if isinstance(node, ScalarNode):
+            return self._scalar(node)
         if node.tag not in _PLAIN_TAGS:
             self.problem(
-                pos,
+                node,
                 f"YAML: the tag {node.tag} is not allowed; tree files hold plain data",
                 "yaml-tag",
             )
             return None
         if id(node) in self._active:
             self.problem(
-                pos, "YAML: a recursive alias (an anchor used inside itself)", "yaml-alias"
+                node, "YAML: a recursive alias (an anchor used inside itself)", "yaml-alias"
             )
             return None
         self._active.add(id(node))
@@ -197,16 +189,16 @@ class _Builder:
                 return self._mapping(node, path)
         finally:
             self._active.discard(id(node))
-        self.problem(pos, f"YAML: unsupported node {node.tag}", "yaml-syntax")
+        self.problem(node, f"YAML: unsupported node {node.tag}", "yaml-syntax")
         return None
 
-    def _scalar(self, node: ScalarNode, pos: Position) -> Any:
+    def _scalar(self, node: ScalarNode) -> Any:
         if node.tag == _STR_TAG:
             return node.value
         size = len(node.value)
         if node.tag in _NUMBER_TAGS and size > self.limits.max_number:
             self.problem(
-                pos,
+                node,
                 f"YAML: a number written with {size} characters (at most "
                 f"{self.limits.max_number}); quote it if it is text",
                 LIMIT_CODE,
@@ -216,57 +208,88 @@ class _Builder:
             return self.constructor.construct_object(node, deep=True)
         except yaml.YAMLError as exc:
             problem = getattr(exc, "problem", None) or str(exc)
-            self.problem(pos, f"YAML: {problem}", "yaml-syntax")
+            self.problem(node, f"YAML: {problem}", "yaml-syntax")
         except (ValueError, OverflowError) as exc:  # e.g. a timestamp with month 13
             self.problem(
-                pos, f"YAML: {_short(node.value)} is not a valid value ({exc})", "yaml-syntax"
+                node, f"YAML: {_short(node.value)} is not a valid value ({exc})", "yaml-syntax"
             )
         return None
 
     def _mapping(self, node: MappingNode, path: Path) -> dict[Hashable, Any]:
         result: dict[Hashable, Any] = {}
-        seen: dict[Hashable, Position] = {}
+        seen: dict[Hashable, Node] = {}
+        keys = self.map.keys
+        depth = len(path) + 1
+        merged = False  # a merged key's position gives way to this mapping's own
         for key_node, value_node in node.value:
-            key_pos = _position(key_node)
-            if key_node.tag == _MERGE_TAG:
+            tag = key_node.tag
+            if tag == _STR_TAG and type(key_node) is ScalarNode:  # the common case, fast
+                key: Any = key_node.value
+                self.count(key_node, depth)
+                if len(key) <= self.limits.max_key and key not in seen:
+                    seen[key] = key_node
+                    child = (*path, key)
+                    keys[child] = _spot(key_node)
+                    if merged:
+                        self.map.values.pop(child, None)
+                    result[key] = self.build(value_node, child)
+                    continue
+            elif tag == _MERGE_TAG:
+                self.count(key_node, depth)
                 self._merge(value_node, path, result)
+                merged = True
                 continue
-            if not isinstance(key_node, ScalarNode):
-                self.problem(key_pos, "YAML: a mapping key must be a plain value", "yaml-key")
-                continue
-            if len(key_node.value) > self.limits.max_key:
-                self.problem(
-                    key_pos,
-                    f"YAML: a key of {len(key_node.value)} characters "
-                    f"(at most {self.limits.max_key})",
-                    LIMIT_CODE,
-                )
-                continue
-            key = key_node.value if key_node.tag == _STR_TAG else self.build(key_node, path)
-            if not isinstance(key, Hashable) or key is None:
-                self.problem(key_pos, f"YAML: {key!r} cannot be a key", "yaml-key")
-                continue
-            if key in seen:
-                first = seen[key]
-                self.problem(
-                    key_pos,
-                    f"duplicate key '{key}' (first given at line {first.line}); "
-                    "YAML would silently keep only the last one",
-                    "duplicate-key",
-                )
-            seen[key] = key_pos
-            child = (*path, key if isinstance(key, (str, int)) else str(key))
-            self.map.keys[child] = key_pos
-            self.map.values.pop(child, None)  # a repeated key: the last value's position wins
-            result[key] = self.build(value_node, child)
+            self._key(key_node, value_node, path, result, seen)
         return result
+
+    def _key(
+        self,
+        key_node: Node,
+        value_node: Node,
+        path: Path,
+        result: dict[Hashable, Any],
+        seen: dict[Hashable, Node],
+    ) -> None:
+        """One mapping entry off the fast path: a key to refuse, repeated, or not a string."""
+        if not isinstance(key_node, ScalarNode):
+            self.problem(key_node, "YAML: a mapping key must be a plain value", "yaml-key")
+            return
+        if len(key_node.value) > self.limits.max_key:
+            self.problem(
+                key_node,
+                f"YAML: a key of {len(key_node.value)} characters (at most {self.limits.max_key})",
+                LIMIT_CODE,
+            )
+            return
+        key = key_node.value if key_node.tag == _STR_TAG else self.build(key_node, path)
+        if not isinstance(key, Hashable) or key is None:
+            self.problem(key_node, f"YAML: {key!r} cannot be a key", "yaml-key")
+            return
+        if key in seen:
+            first = _position(_spot(seen[key]))
+            self.problem(
+                key_node,
+                f"duplicate key '{key}' (first given at line {first.line}); "
+                "YAML would silently keep only the last one",
+                "duplicate-key",
+            )
+        seen[key] = key_node
+        child = (*path, key if isinstance(key, (str, int)) else str(key))
+        self.map.keys[child] = _spot(key_node)
+        self.map.values.pop(child, None)  # a repeated key: the last value's position wins
+        result[key] = self.build(value_node, child)
 
     def _merge(self, value_node: Node, path: Path, result: dict[Hashable, Any]) -> None:
         # `<<: *defaults` (or a list of them): earlier keys of this mapping win.
-        sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
+        if isinstance(value_node, SequenceNode):
+            self.count(value_node, len(path) + 1)
+            sources = value_node.value
+        else:
+            sources = [value_node]
         for source in sources:
+            self.count(source, len(path) + 1 + isinstance(value_node, SequenceNode))
             if not isinstance(source, MappingNode):
-                self.problem(_position(source), "YAML: '<<' merges mappings only", "yaml-merge")
+                self.problem(source, "YAML: '<<' merges mappings only", "yaml-merge")
                 continue
             merged = self._mapping(source, path)
             for key, value in merged.items():
@@ -285,99 +308,51 @@ def parse_yaml(
     """
     limits = LIMITS if limits is None else limits
     source_map = SourceMap(file)
-    too_big = scan_limits(text, file, limits)
+    # A long text is scanned before it is composed (composing it costs memory in proportion);
+    # a shorter one costs no more to compose than a sound file of its size, and is scanned
+    # only when it does not compose or the builder finds it past a limit.
+    scanned = len(text) > SCAN_FIRST_CHARS
+    too_big = scan_limits(text, file, limits) if scanned else None
     if too_big is not None:
         return None, source_map, [too_big]
     try:
-        node = yaml.compose(text, Loader=_Loader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
-        problem = exc.problem or "invalid YAML"
-        context = ""
-        if exc.context and exc.context != problem:
-            context = f" ({exc.context}"
-            start = exc.context_mark
-            if start is not None and mark is not None and start.line != mark.line:
-                context += f" that starts at line {start.line + 1}, column {start.column + 1}"
-            context += ")"
-        at_tab = mark is not None and mark.index < len(text) and text[mark.index] == "\t"
-        message = f"YAML syntax: {problem}{context}{_indentation_hint(problem, at_tab)}"
-        return None, source_map, [Diagnostic(file, line, col, "error", message, "yaml-syntax")]
-    except yaml.YAMLError as exc:
-        return None, source_map, [Diagnostic(file, 1, 1, "error", f"YAML: {exc}", "yaml-syntax")]
-    except RecursionError:  # the pure-Python composer recurses; the scan bounds the depth
-        message = f"YAML: the document nests too deeply (at most {limits.max_depth} levels)"
-        return None, source_map, [Diagnostic(file, 1, 1, "error", message, LIMIT_CODE)]
+        node = yaml.compose(text, Loader=LOADER)
+    except (yaml.YAMLError, RecursionError) as exc:
+        too_big = None if scanned else scan_limits(text, file, limits)
+        return None, source_map, [too_big or _compose_problem(exc, text, file, limits)]
     if node is None:
         return None, source_map, []
     builder = _Builder(source_map, limits)
     try:
         data = builder.build(node, ())
     except _LimitExceeded:
-        return None, source_map, builder.problems[-1:]
+        too_big = None if scanned else scan_limits(text, file, limits)
+        return None, source_map, [too_big or builder.problems[-1]]
     return data, source_map, builder.problems
 
 
-def scan_limits(text: str, file: str, limits: YamlLimits) -> Diagnostic | None:
-    """The first place where `text` goes past `limits`, found from the parser's event stream
-    before anything is built (nothing but counters is kept), or None.
-
-    Each anchored value's size is remembered when it ends, so each use of its alias adds that
-    size again: an alias bomb is refused at the alias that crosses the limit, in time and memory
-    proportional to the text. Syntax errors are left to the composer, which reports them.
-    """
-    values = chars = depth = 0
-    open_values: list[tuple[str | None, int, int]] = []  # (anchor, values, chars) at the start
-    sizes: dict[str, tuple[int, int]] = {}
-    try:
-        for event in yaml.parse(text, Loader=_Loader):
-            problem = None
-            if isinstance(event, ScalarEvent):
-                size = len(event.value)
-                values, chars = values + 1, chars + size
-                if event.anchor:
-                    sizes[event.anchor] = (1, size)
-                if size > limits.max_string:
-                    problem = f"a scalar of {size} characters (at most {limits.max_string})"
-            elif isinstance(event, CollectionStartEvent):
-                values, depth = values + 1, depth + 1
-                open_values.append((event.anchor, values - 1, chars))
-                if depth > limits.max_depth:
-                    problem = f"the document nests deeper than {limits.max_depth} levels"
-            elif isinstance(event, CollectionEndEvent):
-                depth -= 1
-                anchor, values_before, chars_before = open_values.pop()
-                if anchor:
-                    sizes[anchor] = (values - values_before, chars - chars_before)
-            elif isinstance(event, AliasEvent) and event.anchor in sizes:
-                more_values, more_chars = sizes[event.anchor]  # unknown: undefined or recursive
-                values, chars = values + more_values, chars + more_chars
-            if problem is None:
-                problem = _total_problem(event, values, chars, limits)
-            if problem is not None:
-                mark = event.start_mark
-                line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
-                return Diagnostic(file, line, col, "error", f"YAML: {problem}", LIMIT_CODE)
-    except yaml.YAMLError:
-        return None
-    return None
-
-
-def _total_problem(event: Event, values: int, chars: int, limits: YamlLimits) -> str | None:
-    what = None
-    if values > limits.max_values:
-        what = f"more than {limits.max_values} values"
-    elif chars > limits.max_chars:
-        what = f"more than {limits.max_chars} characters of text"
-    if what is None:
-        return None
-    if isinstance(event, AliasEvent):
-        return (
-            f"the alias *{event.anchor} expands the document to {what} (each use of an alias "
-            "counts its whole value again)"
-        )
-    return f"the document has {what}"
+def _compose_problem(
+    exc: yaml.YAMLError | RecursionError, text: str, file: str, limits: YamlLimits
+) -> Diagnostic:
+    """The diagnostic of a document that does not compose."""
+    if isinstance(exc, RecursionError):  # the pure-Python composer recurses
+        message = f"YAML: the document nests too deeply (at most {limits.max_depth} levels)"
+        return Diagnostic(file, 1, 1, "error", message, LIMIT_CODE)
+    if not isinstance(exc, yaml.MarkedYAMLError):
+        return Diagnostic(file, 1, 1, "error", f"YAML: {exc}", "yaml-syntax")
+    mark = exc.problem_mark or exc.context_mark
+    line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+    problem = exc.problem or "invalid YAML"
+    context = ""
+    if exc.context and exc.context != problem:
+        context = f" ({exc.context}"
+        start = exc.context_mark
+        if start is not None and mark is not None and start.line != mark.line:
+            context += f" that starts at line {start.line + 1}, column {start.column + 1}"
+        context += ")"
+    at_tab = mark is not None and mark.index < len(text) and text[mark.index] == "\t"
+    message = f"YAML syntax: {problem}{context}{_indentation_hint(problem, at_tab)}"
+    return Diagnostic(file, line, col, "error", message, "yaml-syntax")
 
 
 def _short(text: str, limit: int = 40) -> str:

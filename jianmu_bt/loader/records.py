@@ -81,7 +81,7 @@ class KeyMap:
         return "{" + self(head) + dot + rest + "}"
 
 
-@dataclass
+@dataclass(slots=True)
 class NodeRecord:
     """One node instance of the expanded tree."""
 
@@ -128,7 +128,7 @@ class NodeRecord:
         return Diagnostic(self.unit.file, line, col, severity, message, code)
 
 
-@dataclass
+@dataclass(slots=True)
 class StateDeclaration:
     """A state field declared by some file, under the name it has in the whole tree."""
 

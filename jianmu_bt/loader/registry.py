@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, create_mo
 from pydantic_core import PydanticCustomError
 
 from jianmu_bt.loader.diagnostics import quote_list
-from jianmu_bt.loader.model import NodeConfig, TreeFileBase, TreeName
+from jianmu_bt.loader.model import NodeConfig, TreeFileBase, TreeName, use_node_union
 from jianmu_bt.loader.node_facts import EITHER, NodeIO, Outcome
 from jianmu_bt.tools.references import did_you_mean
 
@@ -238,7 +238,8 @@ def _build_models(kinds: dict[str, NodeKind]) -> Models:
         title = "".join(part.title() for part in name.split("_")) + "Node"
         wrapper = create_model(
             title,
-            __config__=ConfigDict(extra="forbid", title=f"{name} node"),
+            # built inside the file model (with the union of now), or on first use alone
+            __config__=ConfigDict(extra="forbid", title=f"{name} node", defer_build=True),
             __doc__=f"A `{name}` node ({kind.category}).",
             **{name: (kind.config, Field(description=kind.description or None))},  # type: ignore[call-overload]
         )
@@ -248,14 +249,33 @@ def _build_models(kinds: dict[str, NodeKind]) -> Models:
     members.append(Annotated[InvalidNode, Tag(INVALID_TAG)])
     # Built at run time from the registered kinds: a value to pydantic, no type to mypy.
     node: Any = Annotated[Union[tuple(members)], Discriminator(_node_tag)]  # noqa: UP007
+    # One schema generation, for the file model: the configs find `Node` in their module
+    # (`use_node_union`), so they need no rebuild of their own (each would generate the whole
+    # union again), and complete on their own if used alone. A config completed with an
+    # earlier union is rebuilt first; if some config still cannot see `Node` (one declared in
+    # another module), every config is rebuilt with it given explicitly.
+    use_node_union(node)
     namespace = {"Node": node}
+    configs: list[type[NodeConfig]] = []
     for kind in kinds.values():
         for cls in reversed(kind.config.__mro__):
-            if isinstance(cls, type) and issubclass(cls, NodeConfig):
-                cls.model_rebuild(force=True, _types_namespace=namespace)
-    for wrapper in wrappers.values():
-        wrapper.model_rebuild(force=True, _types_namespace=namespace)
-    file_model = create_model(
+            if isinstance(cls, type) and issubclass(cls, NodeConfig) and cls not in configs:
+                configs.append(cls)
+    for cls in configs:
+        if cls.__pydantic_complete__ and (
+            "children" in cls.model_fields or "child" in cls.model_fields
+        ):
+            cls.model_rebuild(force=True, _types_namespace=namespace)
+    file_model = _file_model(node)
+    if not file_model.__pydantic_complete__:
+        for cls in configs:
+            cls.model_rebuild(force=True, _types_namespace=namespace)
+        file_model.model_rebuild(force=True, _types_namespace=namespace)
+    return Models(node=node, wrappers=wrappers, file=file_model)
+
+
+def _file_model(node: Any) -> type[TreeFileBase]:
+    return create_model(
         "TreeFile",
         __base__=TreeFileBase,
         trees=(
@@ -264,4 +284,3 @@ def _build_models(kinds: dict[str, NodeKind]) -> Models:
         ),
         root=(node | None, Field(None, description="The tree's root node.")),
     )
-    return Models(node=node, wrappers=wrappers, file=file_model)

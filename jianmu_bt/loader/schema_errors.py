@@ -82,6 +82,14 @@ def _tag_of(member: Any) -> str | None:
     return None
 
 
+def _fields(model: type[BaseModel]) -> dict[str, Any]:
+    """A model's fields with their annotations evaluated: a node config is completed only when
+    used on its own (see `registry`), which an error's path through it is."""
+    if not model.__pydantic_complete__:
+        model.model_rebuild(raise_errors=False)
+    return model.model_fields
+
+
 def _step(tp: Any, part: str | int) -> Any:
     for member in _members(tp):
         if _tag_of(member) == part:
@@ -89,7 +97,7 @@ def _step(tp: Any, part: str | int) -> Any:
         inner = _unwrap(member)
         origin = get_origin(inner)
         if isinstance(inner, type) and issubclass(inner, BaseModel) and isinstance(part, str):
-            for name, info in inner.model_fields.items():
+            for name, info in _fields(inner).items():
                 if part in (name, info.alias):
                     return info.annotation
         elif origin is list and isinstance(part, int):
@@ -109,7 +117,7 @@ def known_keys(model: type[BaseModel], loc: Iterable[str | int]) -> list[str] | 
     for member in _members(tp):
         inner = _unwrap(member)
         if isinstance(inner, type) and issubclass(inner, BaseModel):
-            return [info.alias or name for name, info in inner.model_fields.items()]
+            return [info.alias or name for name, info in _fields(inner).items()]
     return None
 
 

@@ -85,11 +85,7 @@ class ProviderSession:
         try:
             return full.subset(binding.names)
         except KeyError as exc:
-            record = binding.record
-            line, col = record.at()
-            raise ProviderStartError(
-                f"{record.unit.file}:{line}:{col}: node '{record.name}': {exc.args[0]}"
-            ) from None
+            raise ProviderStartError(f"{binding.where}: {exc.args[0]}") from None
 
     async def close(self) -> None:
         """Close the providers that were started (errors are logged, never raised)."""

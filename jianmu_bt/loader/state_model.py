@@ -17,6 +17,8 @@ always there and cannot be declared again.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import re
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -64,7 +66,7 @@ BUILTIN_FIELDS: dict[str, str] = {
 _RESERVED = frozenset(name for name in dir(BaseModel) if not name.startswith("__"))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FieldFacts:
     """What the checks need to know about one state field."""
 
@@ -87,6 +89,20 @@ class StateInfo:
 
     model: type[AgentState]
     fields: dict[str, FieldFacts]
+
+    def released(self) -> StateInfo:
+        """The same facts without their declarations, which hold on to the files' parsed data
+        (a loaded Tree keeps this, so what only the checks needed can be freed)."""
+        return StateInfo(
+            self.model,
+            {name: dataclasses.replace(f, declaration=None) for name, f in self.fields.items()},
+        )
+
+
+@functools.lru_cache(maxsize=64)
+def _adapter(annotation: Any) -> TypeAdapter[Any]:
+    # One adapter per field type (a handful), not per declared field: building one is costly.
+    return TypeAdapter(annotation)
 
 
 def _model_name(name: str) -> str:
@@ -167,7 +183,7 @@ def build_state(
         annotation: Any = base | None if nullable else base
         if spec.has_default and spec.default is not None:
             try:
-                TypeAdapter(annotation).validate_python(spec.default)
+                _adapter(annotation).validate_python(spec.default)
             except ValidationError as exc:
                 detail = exc.errors(include_url=False)[0]["msg"]
                 problems.append(

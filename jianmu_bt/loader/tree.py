@@ -67,7 +67,11 @@ def _blocking(
 
 
 class Tree:
-    """A loaded tree. Close it (or use `with`) to stop its background loop and free its state."""
+    """A loaded tree. Close it (or use `with`) to stop its background loop and free its state.
+
+    `model` is the file's settings (name, description, state, tools, llm, guard); its nodes'
+    configs are not kept once the behaviours are built (those are `root` and `nodes`).
+    """
 
     def __init__(
         self,

@@ -28,7 +28,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         parallel_safe_from_annotations as parallel_safe_from_annotations,
     )
     from jianmu_bt.mcp.cli import (
-        add_serve_arguments as add_serve_arguments,
         load_toolset as load_toolset,
         serve_from_args as serve_from_args,
     )
@@ -52,6 +51,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         merge_providers_tools as merge_providers_tools,
     )
     from jianmu_bt.mcp.results import call_result_to_tool_result as call_result_to_tool_result
+    from jianmu_bt.mcp.serve_options import add_serve_arguments as add_serve_arguments
     from jianmu_bt.mcp.server import (
         Guard as Guard,
         build_mcp_server as build_mcp_server,

@@ -24,11 +24,8 @@ from typing import Any
 import anyio
 
 from jianmu_bt.mcp.errors import MCPUnavailableError
+from jianmu_bt.mcp.serve_options import add_serve_arguments
 from jianmu_bt.mcp.server import (
-    DEFAULT_HOST,
-    DEFAULT_NAME,
-    DEFAULT_PATH,
-    DEFAULT_PORT,
     AnyGuard,
     announce,
     serve as serve_toolset,
@@ -101,25 +98,6 @@ def load_toolset(specs: Sequence[str]) -> ToolSet:
             "(see the log above for why)"
         )
     return builtins.merge(custom)
-
-
-def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the `serve` options to `parser` (used by `jianmu mcp serve` too)."""
-    parser.add_argument(
-        "--tools",
-        action="append",
-        default=[],
-        metavar="SPEC[,SPEC...]",
-        help="built-in tool names and/or module:attr specs, comma-separated (repeatable)",
-    )
-    parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
-    parser.add_argument("--host", default=DEFAULT_HOST, help="HTTP host (default %(default)s)")
-    parser.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help="HTTP port, 0 for any (default %(default)s)"
-    )
-    parser.add_argument("--path", default=DEFAULT_PATH, help="HTTP path (default %(default)s)")
-    parser.add_argument("--name", default=DEFAULT_NAME, help="server name sent to clients")
-    parser.add_argument("--timeout", type=float, default=None, help="seconds per tool call")
 
 
 async def serve_from_args(

@@ -28,6 +28,7 @@ from jianmu_bt.mcp.annotations import tool_annotation_hints
 from jianmu_bt.mcp.errors import require_mcp
 from jianmu_bt.mcp.guarded import ServedCallGuard
 from jianmu_bt.mcp.results import error_call_result, tool_result_to_call_result
+from jianmu_bt.mcp.serve_options import DEFAULT_HOST, DEFAULT_NAME, DEFAULT_PATH, DEFAULT_PORT
 from jianmu_bt.tools.base import Tool
 from jianmu_bt.tools.calls import ToolCall
 from jianmu_bt.tools.toolset import ToolSet
@@ -44,10 +45,6 @@ Guard = Callable[[ToolCall, Tool], "Awaitable[str | None] | str | None"]
 AnyGuard = Guard | ServedCallGuard
 
 Transport = Literal["stdio", "http", "streamable-http"]
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8000
-DEFAULT_PATH = "/mcp"
-DEFAULT_NAME = "jianmu_bt"
 
 
 def describe_tool(tool: Tool) -> Any:

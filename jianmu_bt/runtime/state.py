@@ -82,14 +82,16 @@ class StateManager:
         field or reducer name is an error here, not at the first write.
         """
         plan = compile_schema(schema)
-        field_reducers = {name: field.reducer or REPLACE for name, field in plan.fields.items()}
-        for key, spec in (reducers or {}).items():
-            if key not in plan.fields:
-                raise plan.unknown(key)
-            try:
-                field_reducers[key] = Reducer(spec)
-            except (TypeError, ValueError) as exc:
-                raise type(exc)(f"reducer for state field {key!r}: {exc}") from None
+        field_reducers = plan.reducers  # shared with every run of the schema unless overridden
+        if reducers:
+            field_reducers = dict(field_reducers)
+            for key, spec in reducers.items():
+                if key not in plan.fields:
+                    raise plan.unknown(key)
+                try:
+                    field_reducers[key] = Reducer(spec)
+                except (TypeError, ValueError) as exc:
+                    raise type(exc)(f"reducer for state field {key!r}: {exc}") from None
         values = plan.starting_values(initial)
 
         self._schema = schema
@@ -98,8 +100,8 @@ class StateManager:
         self._reducers = field_reducers
         self._namespace = claim_namespace(namespace)
         self._paths = {name: f"{self._namespace}/{name}" for name in plan.names}
-        self._changed = {name: frozenset((name,)) for name in plan.names}
-        self._all_keys = frozenset(plan.names)
+        self._changed = plan.changed
+        self._all_keys = plan.all_keys
         self._lock = threading.Lock()
         self._subscribers: tuple[StateSubscriber, ...] = ()
         self._version = 0

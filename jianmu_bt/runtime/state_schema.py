@@ -8,13 +8,13 @@ field it touches instead of the whole model.
 
 from __future__ import annotations
 
+import functools
 import json
-import reprlib
 import threading
 import types
 import typing
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, get_args, get_origin
 
@@ -31,10 +31,18 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 
 from jianmu_bt.runtime.reducers import (
+    REPLACE,
     Reducer,
     append_reducer,
     reducer_from_metadata,
     replace_reducer,
+)
+from jianmu_bt.runtime.state_errors import (  # the errors are this module's public names too
+    StateClosedError as StateClosedError,
+    StateValidationError as StateValidationError,
+    UnknownStateKeyError as UnknownStateKeyError,
+    describe_errors as describe_errors,
+    short_repr as short_repr,
 )
 from jianmu_bt.tools.calls import ToolCall
 
@@ -59,65 +67,6 @@ _ValidationKey = Literal[
 ]
 _VALIDATION_CONFIG_KEYS: tuple[_ValidationKey, ...] = get_args(_ValidationKey)
 
-_short = reprlib.Repr()
-_short.maxstring = 60
-_short.maxother = 60
-_short.maxlist = 4
-_short.maxdict = 4
-_short.maxlevel = 3
-
-
-def short_repr(value: Any) -> str:
-    """A repr of `value` cut to a readable length, for error messages."""
-    return _short.repr(value)
-
-
-class StateValidationError(ValueError):
-    """A write to a run's state was refused; the state is unchanged.
-
-    Attributes: `field` (the field written), `value` (the value given), `expected` (a readable
-    name of the field's type) and `errors` (pydantic's error dicts, empty when no pydantic
-    validation ran).
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        field: str,
-        value: Any,
-        expected: str | None = None,
-        errors: Iterable[Mapping[str, Any]] = (),
-    ) -> None:
-        """Record the message and what was refused."""
-        super().__init__(message)
-        self.message = message
-        self.field = field
-        self.value = value
-        self.expected = expected
-        self.errors = list(errors)
-
-    def __str__(self) -> str:
-        # KeyError (a base of UnknownStateKeyError) would otherwise quote the message
-        return self.message
-
-
-class UnknownStateKeyError(StateValidationError, KeyError):
-    """A key that is not a field of the state schema; lists the known fields.
-
-    It is also a `KeyError`, so `get()` of an unknown key raises what a mapping would.
-    """
-
-    def __init__(self, key: Any, known: Iterable[str], value: Any = None) -> None:
-        """Name the unknown `key` and the fields the schema does have."""
-        self.known = tuple(known)
-        message = f"unknown state field {key!r}; known fields: {', '.join(self.known) or '(none)'}"
-        super().__init__(message, field=str(key), value=value)
-
-
-class StateClosedError(RuntimeError):
-    """The state's blackboard keys are gone: the manager was closed or the blackboard cleared."""
-
 
 def describe_type(tp: Any) -> str:
     """A short readable name of a type annotation: `list[dict[str, Any]]`, `str | None`."""
@@ -139,19 +88,6 @@ def describe_type(tp: Any) -> str:
     if isinstance(tp, type):
         return tp.__name__
     return str(tp).replace("typing.", "")
-
-
-def describe_errors(
-    errors: Sequence[Mapping[str, Any]], *, skip_loc: int = 0, limit: int = 3
-) -> str:
-    """pydantic error dicts as one line: `at [0]['role']: Field required; ...`."""
-    parts = []
-    for error in errors[:limit]:
-        loc = "".join(f"[{part!r}]" for part in error.get("loc", ())[skip_loc:])
-        parts.append(f"at {loc}: {error['msg']}" if loc else str(error["msg"]))
-    if len(errors) > limit:
-        parts.append(f"and {len(errors) - limit} more")
-    return "; ".join(parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,12 +153,20 @@ class FieldPlan:
 class SchemaPlan:
     """The compiled form of a state schema: its fields in order, each with a FieldPlan."""
 
-    __slots__ = ("__weakref__", "fields", "names")
+    __slots__ = ("__weakref__", "all_keys", "changed", "fields", "names", "reducers")
 
     def __init__(self, fields: dict[str, FieldPlan]) -> None:
-        """Hold the plans; `names` keeps the schema's field order."""
+        """Hold the plans; `names` keeps the schema's field order.
+
+        `reducers` (each field's reducer, REPLACE by default) and `changed` (the key set a
+        write of one field reports) are shared, read-only, by every StateManager of the schema:
+        thousands of runs of one schema hold one copy.
+        """
         self.fields = fields
         self.names = tuple(fields)
+        self.reducers = {name: field.reducer or REPLACE for name, field in fields.items()}
+        self.changed = {name: frozenset((name,)) for name in fields}
+        self.all_keys = frozenset(fields)
 
     def unknown(self, key: Any, value: Any = None) -> UnknownStateKeyError:
         """The error for a key that is not a field of this schema."""
@@ -336,6 +280,23 @@ def compile_schema(schema: type[BaseModel]) -> SchemaPlan:
         return _plans.setdefault(schema, plan)
 
 
+def _adapter(annotation: Any, config: ConfigDict) -> TypeAdapter[Any]:
+    try:
+        return TypeAdapter(annotation, config=config)
+    except PydanticUserError as exc:
+        # a BaseModel/dataclass/TypedDict field carries its own config
+        if exc.code != "type-adapter-config-unused":
+            raise
+        return TypeAdapter(annotation)
+
+
+@functools.lru_cache(maxsize=256)
+def _shared_adapter(annotation: Any, config: tuple[tuple[str, Any], ...]) -> TypeAdapter[Any]:
+    # Fields of one type share an adapter (schemas repeat a few types many times, and each
+    # adapter is a compiled validator of its own); bounded, so dynamic types are not pinned.
+    return _adapter(annotation, ConfigDict(**dict(config)))  # type: ignore[typeddict-item]
+
+
 def _field_plan(name: str, info: FieldInfo, config: ConfigDict) -> FieldPlan:
     metadata = list(info.metadata)
     if info.discriminator is not None:
@@ -343,12 +304,9 @@ def _field_plan(name: str, info: FieldInfo, config: ConfigDict) -> FieldPlan:
     # a type expression: pydantic takes any, mypy has no type for "any type expression"
     annotation: Any = Annotated[info.annotation, *metadata] if metadata else info.annotation
     try:
-        adapter: TypeAdapter[Any] = TypeAdapter(annotation, config=config)
-    except PydanticUserError as exc:
-        # a BaseModel/dataclass/TypedDict field carries its own config
-        if exc.code != "type-adapter-config-unused":
-            raise
-        adapter = TypeAdapter(annotation)
+        adapter = _shared_adapter(annotation, tuple(sorted(config.items())))
+    except TypeError:  # an unhashable annotation or config value: an adapter of its own
+        adapter = _adapter(annotation, config)
     plain_list = get_origin(info.annotation) is list and len(get_args(info.annotation)) == 1
     return FieldPlan(
         name=name,

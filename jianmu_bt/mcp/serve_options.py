@@ -1,0 +1,33 @@
+"""The options of `serve` (`jianmu mcp serve`, `python -m jianmu_bt.mcp serve`) and their defaults.
+
+Kept apart from the server and its command line so that building the `jianmu` parser does not
+import the tool layer or the MCP SDK.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+DEFAULT_PATH = "/mcp"
+DEFAULT_NAME = "jianmu_bt"
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the `serve` options to `parser` (used by `jianmu mcp serve` too)."""
+    parser.add_argument(
+        "--tools",
+        action="append",
+        default=[],
+        metavar="SPEC[,SPEC...]",
+        help="built-in tool names and/or module:attr specs, comma-separated (repeatable)",
+    )
+    parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    parser.add_argument("--host", default=DEFAULT_HOST, help="HTTP host (default %(default)s)")
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help="HTTP port, 0 for any (default %(default)s)"
+    )
+    parser.add_argument("--path", default=DEFAULT_PATH, help="HTTP path (default %(default)s)")
+    parser.add_argument("--name", default=DEFAULT_NAME, help="server name sent to clients")
+    parser.add_argument("--timeout", type=float, default=None, help="seconds per tool call")

@@ -1,0 +1,56 @@
+"""`jianmu validate` starts light: it imports what validating needs, not what running needs.
+
+Checked by the modules a fresh process has loaded after the command (no wall-clock times).
+"""
+
+import subprocess
+import sys
+
+from cli_helpers import TREES
+
+# What only running, drawing or serving a tree needs (or an HTTP LLM provider, or networkx,
+# which the checks do not need).
+HEAVY = (
+    "networkx",
+    "httpx",
+    "jianmu_bt.viz",
+    "jianmu_bt.loader.tree",
+    "jianmu_bt.loader.session",
+    "jianmu_bt.loader.durable",
+    "jianmu_bt.llm.anthropic",
+    "jianmu_bt.llm.openai_compat",
+)
+
+
+def loaded_after(*argv: str) -> list[str]:
+    code = (
+        "import sys\n"
+        "from jianmu_bt.cli import main\n"
+        f"status = main({list(argv)!r})\n"
+        f"heavy = {HEAVY!r}\n"
+        "print(status, sorted(m for m in sys.modules if m.startswith(heavy)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    status, _, modules = out.stdout.strip().splitlines()[-1].partition(" ")
+    assert status == "0", out.stdout + out.stderr
+    return eval(modules)  # a printed list of module names
+
+
+def test_validate_loads_nothing_a_run_needs():
+    assert loaded_after("validate", str(TREES / "quickstart.yaml")) == []
+
+
+def test_the_parser_alone_loads_no_layer():
+    code = (
+        "import sys\n"
+        "from jianmu_bt.cli import build_parser\n"
+        "build_parser()\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('jianmu_bt.loader', "
+        "'jianmu_bt.nodes', 'jianmu_bt.runtime', 'jianmu_bt.viz', 'jianmu_bt.llm'))))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
