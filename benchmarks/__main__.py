@@ -1,8 +1,9 @@
 """`python -m benchmarks [--quick] [--only NAMES] [--out DIR]`: every benchmark, one table.
 
 Run from the repository root (`pip install -e ".[bench]"` installs the anchors). Areas, in the
-order of the table: toolset, batch, ticks, loader, calculator, mcp, fanout, idle, durability,
-memory, runners, scaling, imports.
+order of the table: toolset, batch, ticks, agent, fanout, startup, loader, memory, imports,
+calculator, mcp, idle, durability, runners, scaling. `python -m benchmarks.report` plots the
+headline rows (benchmarks/report.png, also written by every run) and prints their table.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import sys
 
 from benchmarks import (
+    bench_agent,
+    bench_batch,
     bench_calculator,
     bench_durability,
     bench_import,
@@ -19,24 +22,28 @@ from benchmarks import (
     bench_runners,
     bench_runtime,
     bench_scaling,
+    bench_startup,
+    bench_ticks,
     bench_toolset,
 )
 from benchmarks.suite import main
 
 AREAS = {
     **bench_toolset.AREAS,
-    "batch": bench_runtime.batch,
-    "ticks": bench_runtime.ticks,
+    **bench_batch.AREAS,
+    **bench_ticks.AREAS,
+    **bench_agent.AREAS,
+    "fanout": bench_runtime.fanout,
+    **bench_startup.AREAS,
     **bench_loader.AREAS,
+    **bench_memory.AREAS,
+    **bench_import.AREAS,
     **bench_calculator.AREAS,
     **bench_mcp.AREAS,
-    "fanout": bench_runtime.fanout,
     "idle": bench_runtime.idle,
     **bench_durability.AREAS,
-    **bench_memory.AREAS,
     **bench_runners.AREAS,
     **bench_scaling.AREAS,
-    **bench_import.AREAS,
 }
 assert AREAS.keys() >= bench_runtime.AREAS.keys()  # every runtime area is in the suite
 

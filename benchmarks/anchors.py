@@ -32,10 +32,12 @@ def executor_batch(
     return batch
 
 
-def executor_node_batch(name: str, tools: list, count: int) -> Callable[[], Awaitable[None]]:
+def executor_node_batch(
+    name: str, tools: list, count: int, options: ExecutorOptions | None = None
+) -> Callable[[], Awaitable[None]]:
     """The same batch through the ToolExecutor node's own work (`run_async`), without a run."""
     state = StateManager(AgentState)
-    node = ToolExecutor(tools)
+    node = ToolExecutor(tools, options=options)
     TreeRunner(node, state)  # binds the node to the state; run_async is then called directly
 
     async def batch() -> None:

@@ -73,7 +73,8 @@ def imports(settings: Settings) -> Section:
     samplers[WORKER] = sampler(WORKER_IMPORT, ["-I", "-B"], [json.dumps(sys.path)])
     t = interleave(samplers, settings.pick(11, 3), warmup=settings.pick(2, 1))
     rows: list[Row] = [
-        within(label, t[label], t[ANCHOR], ANCHOR, target) for label, _, target in STATEMENTS
+        within(label, t[label], t[ANCHOR], ANCHOR, target, headline="import" if target else "")
+        for label, _, target in STATEMENTS
     ]
     note = (
         "The worker's bootstrap (jianmu_bt.sandbox.worker.BOOTSTRAP) up to serving: what each "

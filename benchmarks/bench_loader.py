@@ -8,6 +8,11 @@ The anchor: `py_trees.parsers.behaviour_tree_xml.parse_behaviour_tree_xml` with 
 readers and writers (parse, import pre-pass, key remapping, behaviours with ports). Target: no
 slower than the anchor (ratio anchor/ours >= 1).
 
+The same shape at 100, 1,000 and 10,000 nodes gives the time per node of `load_tree` (target at
+most 60 us a node at 10,000, and linear: the time per node at 10,000 within 1.5x of the time per
+node at 100), and the memory a loaded 1,000-node tree keeps alive, per node (tracemalloc, after
+garbage collection; target at most 1.5 KiB). The garbage collector stays on, as a user has it.
+
 Run: python benchmarks/bench_loader.py [--quick]
 """
 
@@ -16,6 +21,7 @@ from __future__ import annotations
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import py_trees
@@ -24,11 +30,12 @@ from py_trees.ports import PortInformation, PortsMixin
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.harness import Section, Settings, faster, interleave
+from benchmarks.harness import Row, Section, Settings, Traced, faster, interleave, limit, within
 from benchmarks.suite import main
 from jianmu_bt.loader import load_tree
 
 GROUPS = 111  # 9 nodes a group + the root = 1,000 nodes
+SIZES = (100, 1000, 10000)  # nodes; 9 a group + the root
 
 
 class Writer(PortsMixin, py_trees.behaviour.Behaviour, register=False):
@@ -53,12 +60,12 @@ class Reader(PortsMixin, py_trees.behaviour.Behaviour, register=False):
         return py_trees.common.Status.SUCCESS if ok else py_trees.common.Status.FAILURE
 
 
-def yaml_text() -> str:
-    """The 1,000-node tree in our YAML format."""
+def yaml_text(groups: int = GROUPS) -> str:
+    """The tree of `groups` groups (9 * groups + 1 nodes) in our YAML format."""
     lines = ["version: 1", "name: bench", "state:"]
-    lines += [f"  k{i}: {{type: integer, default: 0}}" for i in range(GROUPS)]
+    lines += [f"  k{i}: {{type: integer, default: 0}}" for i in range(groups)]
     lines += ["root:", "  sequence:", "    name: root", "    children:"]
-    for i in range(GROUPS):
+    for i in range(groups):
         lines += [
             "      - sequence:",
             f"          name: g{i}",
@@ -97,22 +104,39 @@ def xml_text() -> str:
     return "\n".join(lines) + "\n"
 
 
+def timed_load(path: Path, nodes: int) -> float:
+    """Seconds per node of one `load_tree` of `path` (a tree of `nodes` nodes)."""
+    start = time.perf_counter()
+    tree = load_tree(path)
+    elapsed = time.perf_counter() - start
+    assert len(tree.nodes) == nodes, len(tree.nodes)
+    tree.close()
+    return elapsed / nodes
+
+
+def tree_bytes(path: Path, nodes: int) -> float:
+    """Bytes per node a loaded tree keeps alive (after a warm-up load of the same file)."""
+    load_tree(path).close()
+    with Traced() as memory:
+        tree = load_tree(path)
+        alive = memory.now()
+    assert len(tree.nodes) == nodes
+    tree.close()
+    return alive / nodes
+
+
 def loader(settings: Settings) -> Section:
-    """Load a 1,000-node tree from YAML next to py_trees' XML parser on the same tree."""
+    """Load a 1,000-node tree from YAML next to py_trees' XML parser; sizes; memory."""
     registry = {"Writer": Writer, "Reader": Reader}
     with tempfile.TemporaryDirectory() as folder:
         yaml_path = Path(folder) / "bench.yaml"
         xml_path = Path(folder) / "bench.xml"
         yaml_path.write_text(yaml_text(), encoding="utf-8")
         xml_path.write_text(xml_text(), encoding="utf-8")
-
-        def ours() -> float:
-            start = time.perf_counter()
-            tree = load_tree(yaml_path)
-            elapsed = time.perf_counter() - start
-            assert len(tree.nodes) == 1000, len(tree.nodes)
-            tree.close()
-            return elapsed
+        sized = {}
+        for nodes in SIZES:
+            sized[nodes] = Path(folder) / f"bench{nodes}.yaml"
+            sized[nodes].write_text(yaml_text((nodes - 1) // 9), encoding="utf-8")
 
         def anchor() -> float:
             start = time.perf_counter()
@@ -122,19 +146,52 @@ def loader(settings: Settings) -> Section:
             py_trees.blackboard.Blackboard.clear()
             return elapsed
 
-        t = interleave({"ours": ours, "anchor": anchor}, settings.pick(9, 3))
-    return Section(
-        "Load, validate and build a 1,000-node tree (ratio py_trees XML / ours)",
-        [
-            faster(
-                "load_tree(yaml) vs parse_behaviour_tree_xml(xml)",
-                t["ours"],
-                t["anchor"],
-                "py_trees XML parser",
-                1,
-            )
-        ],
-    )
+        t = interleave(
+            {"ours": lambda: timed_load(yaml_path, 1000) * 1000, "anchor": anchor},
+            settings.pick(9, 3),
+        )
+
+        def sampler(nodes: int) -> Callable[[], float]:
+            return lambda: timed_load(sized[nodes], nodes)
+
+        per_node = interleave({str(n): sampler(n) for n in SIZES}, settings.pick(3, 1), 1)
+        memory = tree_bytes(yaml_path, 1000)
+    big, small = SIZES[-1], SIZES[0]
+    rows: list[Row] = [
+        faster(
+            "load_tree(yaml) vs parse_behaviour_tree_xml(xml)",
+            t["ours"],
+            t["anchor"],
+            "py_trees XML parser",
+            1,
+        ),
+        limit(
+            f"load_tree of a {big:,}-node tree, per node",
+            per_node[str(big)],
+            60e-6,
+            headline="yaml_load",
+        ),
+        *(limit(f"  {n:,} nodes, per node", per_node[str(n)], None) for n in SIZES[:-1]),
+        within(
+            f"time per node, {big:,} nodes vs {small} nodes",
+            per_node[str(big)],
+            per_node[str(small)],
+            f"the same shape, {small} nodes",
+            1.5,
+            "1x is linear (a fixed cost per load makes small trees dearer per node)",
+            headline="yaml_linear",
+        ),
+        limit(
+            "loaded 1,000-node tree: memory per node",
+            [memory],
+            1.5 * 1024,
+            "bytes",
+            "what the Tree keeps alive after load_tree (tree, state, runner, load-time data), "
+            "tracemalloc after garbage collection",
+            headline="tree_memory",
+        ),
+    ]
+    return Section("Load, validate and build a YAML tree (ratio py_trees XML / ours)", rows)
 
 
 AREAS = {"loader": loader}

@@ -39,7 +39,7 @@ TOOLS_SOURCE = '''
 from jianmu_bt import tool
 
 
-@tool(blocking=False)
+@tool
 def add(a: int, b: int) -> int:
     """Add two integers."""
     return a + b

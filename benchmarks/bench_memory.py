@@ -1,13 +1,15 @@
-"""Memory per concurrent run: 1,000 runs of a small tree alive at once in one process.
+"""Many concurrent runs in one process: 10,000 runs of a small tree, their time and memory.
 
-Ours: 1,000 `TreeRunner.arun()` calls in one task group, each over its own `StateManager`, of a
+Ours: 10,000 `TreeRunner.arun()` calls in one task group, each over its own `StateManager`, of a
 Sequence of `SetValues` (writes `count`), a `ToolNode` whose async tool waits, and a `Condition`
-(`count == 1`). Memory is taken when every run is waiting inside its tool (all 1,000 in flight),
-as Python allocations since before the runs were built (tracemalloc), divided by 1,000.
-The anchor: 1,000 plain py_trees `BehaviourTree`s of the same shape (a writer with a blackboard
-client in a namespace of its own, a behaviour that stays RUNNING until released, a reader), each
-ticked once so that all 1,000 wait. Plain py_trees has no async work: its waiting node is polled
-by ticks, where ours holds a task per run and per tool call.
+(`count == 1`). Time: from building the first run to the end of the last, the tools released as
+soon as every run waits in one (target at most 2 s). Memory is taken when every run is waiting
+inside its tool (all in flight), as Python allocations since before the runs were built
+(tracemalloc), divided by the runs (target at most 8 KiB a run).
+The anchor for memory: as many plain py_trees `BehaviourTree`s of the same shape (a writer with
+a blackboard client in a namespace of its own, a behaviour that stays RUNNING until released, a
+reader), each ticked once so that all wait. Plain py_trees has no async work: its waiting node
+is polled by ticks, where ours holds a task per run and per tool call.
 
 Run: python benchmarks/bench_memory.py [--quick]
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import statistics
 import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -25,11 +28,13 @@ from pydantic import BaseModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.harness import Section, Settings, Traced, info, within
+from benchmarks.harness import Section, Settings, Traced, info, limit, within
 from benchmarks.suite import main
 from jianmu_bt import Tool, tool
 from jianmu_bt.nodes import Condition, SetValues, ToolNode
 from jianmu_bt.runtime import StateManager, TreeRunner
+
+RUNS = 10_000
 
 
 class SmallState(BaseModel):
@@ -101,6 +106,26 @@ async def ours_per_run(runs: int) -> int:
     return alive // runs
 
 
+async def ours_seconds(runs: int) -> float:
+    """Seconds from building the first of `runs` runs to the end of the last (no tracing)."""
+    gate = Gate(runs)
+    wait = gate_tool(gate)
+    results = []
+
+    async def run(runner: TreeRunner) -> None:
+        results.append(await runner.arun())
+
+    start = time.perf_counter()
+    async with anyio.create_task_group() as group:
+        for _ in range(runs):
+            group.start_soon(run, TreeRunner(small_tree(wait), StateManager(SmallState)))
+        await gate.all_waiting.wait()
+        gate.open.set()
+    elapsed = time.perf_counter() - start
+    assert len(results) == runs and all(r.ok for r in results), results[:1]
+    return elapsed
+
+
 class Writer(py_trees.behaviour.Behaviour):
     """Writes count = 1 through a blackboard client in the tree's own namespace."""
 
@@ -165,28 +190,44 @@ def plain_per_run(runs: int) -> int:
 
 
 def memory(settings: Settings) -> Section:
-    """Bytes per run with 1,000 runs of a small tree waiting at once, next to plain py_trees."""
-    runs, rounds = settings.pick(1000, 200), settings.pick(3, 1)
+    """10,000 concurrent runs of a small tree: time, and bytes per run next to plain py_trees."""
+    runs, traced = RUNS, settings.pick(RUNS, RUNS // 5)
     anyio.run(ours_per_run, 50)  # warm-up: imports, caches, the event loop's first tasks
-    ours, plain = [], []
-    for _ in range(rounds):
-        ours.append(anyio.run(ours_per_run, runs))
-        plain.append(plain_per_run(runs))
+    seconds = [anyio.run(ours_seconds, runs) for _ in range(settings.pick(3, 1))]
+    ours: list[float] = []
+    plain: list[float] = []
+    for _ in range(settings.pick(2, 1)):
+        ours.append(anyio.run(ours_per_run, traced))
+        plain.append(plain_per_run(traced))
     return Section(
-        f"Memory per concurrent run, {runs:,} runs of a small tree alive at once "
-        "(ratio ours / py_trees)",
+        f"{runs:,} concurrent runs of a small tree in one process (arun, default settings)",
         [
+            limit(
+                f"{runs:,} concurrent small runs: time until all are done",
+                seconds,
+                2.0,
+                headline="runs_time",
+            ),
+            limit(
+                f"bytes per run, {traced:,} runs waiting at once",
+                ours,
+                8 * 1024,
+                "bytes",
+                "state, a runner, a run task and a tool-call task per run (tracemalloc)",
+                headline="runs_memory",
+            ),
             within(
-                f"bytes per run, {runs:,} runs waiting in one process",
+                "  bytes per run vs plain py_trees trees",
                 ours,
                 plain,
                 "plain py_trees trees",
                 None,
-                "ours holds state, a runner, a run task and a tool-call task per run; plain "
-                "py_trees polls its waiting node and has no async work (tracemalloc)",
+                "plain py_trees polls its waiting node and has no async work",
                 unit="bytes",
             ),
-            info(f"  all {runs:,} runs of ours together", statistics.median(ours) * runs, "bytes"),
+            info(
+                f"  all {traced:,} runs of ours together", statistics.median(ours) * traced, "bytes"
+            ),
         ],
     )
 

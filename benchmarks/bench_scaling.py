@@ -4,8 +4,8 @@
   `TreeRunner.tick()` next to plain py_trees' `root.tick_once()`; and the memory of a built tree
   with its state and runner next to a plain py_trees `BehaviourTree` (tracemalloc).
 - Concurrent tool calls (1, 10, 100, 1,000, each sleeping 100 ms): the wall time, process CPU
-  time and peak memory of one batch through a ToolExecutor in a TreeRunner (`max_concurrency` =
-  the batch size), next to LangGraph's prebuilt ToolNode (`ainvoke`) and the ideal 100 ms.
+  time and peak memory of one batch through a ToolExecutor in a TreeRunner with the default
+  settings, next to LangGraph's prebuilt ToolNode (`ainvoke`) and the ideal 100 ms.
 
 Both are printed as tables and drawn to `<out>/scaling.png` (matplotlib, in the bench extra).
 
@@ -29,7 +29,7 @@ import py_trees
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.anchors import LangGraphBatch, executor_batch
-from benchmarks.bench_runtime import PlainNode, SyncNode, sequence
+from benchmarks.bench_ticks import PlainNode, SyncNode, sequence
 from benchmarks.harness import (
     Section,
     Settings,
@@ -125,7 +125,7 @@ async def by_concurrency(settings: Settings) -> tuple[list[dict[str, Any]], str]
     lg, missing = LangGraphBatch.load([nap])
     points = []
     for calls in CONCURRENCY:
-        ours = executor_batch("nap", [tool(nap)], calls, max_concurrency=calls)
+        ours = executor_batch("nap", [tool(nap)], calls)
         cpu: dict[str, list[float]] = {"ours": [], "langgraph": []}
         samplers = {"ours": with_cpu(ours, cpu["ours"])}
         theirs = lg.node_batch("nap", calls) if lg else None

@@ -2,8 +2,10 @@
 
 Every area script measures with `interleave`/`ainterleave` (warm-up rounds, then every contender
 takes one turn per round in rotated order, so a machine that gets busier slows all of them alike)
-and reports `Row`s built by `faster`, `within`, `ideal`, `share` or `info`. `print_section`
-prints them as one table; `suite.py` gathers the sections of a whole run.
+and reports `Row`s built by `faster`, `within`, `ideal`, `limit`, `share` or `info`: the median,
+the spread over rounds (p25-p75 of the per-round ratios, or of the values), the target and the
+verdict. `table.py` prints them as one table; `suite.py` gathers the sections of a whole run and
+marks the verdicts taken under heavy machine load.
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ from __future__ import annotations
 import gc
 import importlib
 import statistics
-import textwrap
 import time
 import tracemalloc
 from collections.abc import Awaitable, Callable
@@ -94,11 +95,25 @@ def aper_call(fn: Callable[[], Awaitable[object]], calls: int) -> Callable[[], A
     return sample
 
 
-def paired(top: list[float], bottom: list[float]) -> float:
-    """Median of the per-round ratios top/bottom (robust to load that drifts between rounds)."""
+def ratios(top: list[float], bottom: list[float]) -> list[float]:
+    """The per-round ratios top/bottom (robust to load that drifts between rounds); the ratio of
+    the medians when the two were not sampled in the same rounds."""
     if len(top) != len(bottom):
-        return statistics.median(top) / statistics.median(bottom)
-    return statistics.median(a / b for a, b in zip(top, bottom, strict=True))
+        return [statistics.median(top) / statistics.median(bottom)]
+    return [a / b for a, b in zip(top, bottom, strict=True)]
+
+
+def paired(top: list[float], bottom: list[float]) -> float:
+    """Median of the per-round ratios top/bottom."""
+    return statistics.median(ratios(top, bottom))
+
+
+def quartiles(values: list[float]) -> tuple[float, float]:
+    """p25 and p75 of `values` (both the value itself when there is only one)."""
+    if len(values) < 2:
+        return values[0], values[0]
+    low, _, high = statistics.quantiles(values, n=4, method="inclusive")
+    return low, high
 
 
 class Traced:
@@ -139,7 +154,7 @@ def optional(module: str) -> tuple[ModuleType | None, str]:
         return None, f"{module.split('.')[0]} is not installed ({BENCH_EXTRA})"
 
 
-# -- rows -----------------------------------------------------------------------------------
+# -- rows ---------------------------------------------------------------------------------
 
 
 @dataclass
@@ -147,7 +162,11 @@ class Row:
     """One line of the table: our median, the anchor's median, the ratio, target and verdict.
 
     `ratio` is anchor/ours for a ">=" target, ours/anchor for a "<=Nx" target and ours/ideal for
-    an absolute target; `met` is None when there is no target or nothing to compare with.
+    an absolute target; `spread` is p25-p75 of the per-round ratios (or of our values when there
+    is no ratio). `score` is how many times over the target is beaten (>= 1: met); `met` is None
+    when there is no target or nothing to compare with. `headline` names the row of the issue's
+    table it answers (see `report.py`); `load` is set by the suite when the machine was busy
+    while the row was measured, and turns the verdict into "load" (not a verdict).
     """
 
     what: str
@@ -160,14 +179,33 @@ class Row:
     unit: Unit = "s"
     note: str = ""
     area: str = ""
+    spread: tuple[float, float] | None = None
+    score: float | None = None
+    headline: str = ""
+    load: float | None = None
+
+    def verdict(self) -> str:
+        """yes / NO, 'load' (measured under heavy load: not a verdict), '-' (no target) or n/a
+        (a target but nothing to compare with)."""
+        if self.met is None:
+            return "n/a" if self.target != "-" else "-"
+        if self.load is not None:
+            return "load"
+        return "yes" if self.met else "NO"
 
     def to_json(self) -> dict[str, Any]:
-        """The row as plain JSON values."""
-        return asdict(self)
+        """The row as plain JSON values, with its verdict."""
+        return asdict(self) | {"verdict": self.verdict()}
 
 
 def _median(samples: list[float] | None) -> float | None:
     return statistics.median(samples) if samples else None
+
+
+def _scored(row: Row, score: float | None, headline: str) -> Row:
+    row.score, row.headline = score, headline
+    row.met = None if score is None else score >= 1
+    return row
 
 
 def faster(
@@ -177,12 +215,15 @@ def faster(
     anchor_name: str,
     factor: float | None,
     note: str = "",
+    headline: str = "",
 ) -> Row:
     """Ours should take `factor` times less than the anchor (ratio = anchor / ours)."""
-    ratio = paired(anchor, ours) if anchor else None
-    met = None if factor is None or ratio is None else ratio >= factor
+    each = ratios(anchor, ours) if anchor else None
+    ratio = statistics.median(each) if each else None
     target = f">={factor:g}x" if factor else "-"
-    return Row(what, _median(ours), _median(anchor), anchor_name, ratio, target, met, note=note)
+    row = Row(what, _median(ours), _median(anchor), anchor_name, ratio, target, None, note=note)
+    row.spread = quartiles(each) if each else quartiles(ours)
+    return _scored(row, None if not factor or ratio is None else ratio / factor, headline)
 
 
 def within(
@@ -193,25 +234,52 @@ def within(
     limit: float | None,
     note: str = "",
     unit: Unit = "s",
+    headline: str = "",
 ) -> Row:
     """Ours should stay within `limit` times the anchor (ratio = ours / anchor)."""
-    ratio = paired(ours, anchor) if anchor else None
-    met = None if limit is None or ratio is None else ratio <= limit
+    each = ratios(ours, anchor) if anchor else None
+    ratio = statistics.median(each) if each else None
     target = f"<={limit:g}x" if limit else "-"
-    return Row(what, _median(ours), _median(anchor), anchor_name, ratio, target, met, unit, note)
+    row = Row(what, _median(ours), _median(anchor), anchor_name, ratio, target, None, unit, note)
+    row.spread = quartiles(each) if each else quartiles(ours)
+    return _scored(row, None if not limit or ratio is None else limit / ratio, headline)
 
 
-def ideal(what: str, ours: list[float], best: float, limit: float | None, note: str = "") -> Row:
+def ideal(
+    what: str,
+    ours: list[float],
+    best: float,
+    limit: float | None,
+    note: str = "",
+    headline: str = "",
+) -> Row:
     """A wall time next to the ideal time, with an absolute limit (ratio = ours / ideal)."""
     value = statistics.median(ours)
-    met = None if limit is None else value <= limit
     target = f"<={fmt_limit(limit)}" if limit else "-"
-    return Row(what, value, best, "ideal", value / best, target, met, note=note)
+    row = Row(what, value, best, "ideal", value / best, target, None, note=note)
+    row.spread = quartiles([x / best for x in ours])
+    return _scored(row, None if limit is None else limit / value, headline)
 
 
-def share(what: str, value: float, limit: float, note: str = "") -> Row:
+def limit(
+    what: str,
+    ours: list[float],
+    most: float | None,
+    unit: Unit = "s",
+    note: str = "",
+    headline: str = "",
+) -> Row:
+    """A measured value (time, time per item, bytes) under an absolute limit `most`."""
+    value = statistics.median(ours)
+    target = f"<={fmt_value(most, unit, short=True)}" if most else "-"
+    row = Row(what, value, None, "-", None, target, None, unit, note, spread=quartiles(ours))
+    return _scored(row, None if not most else most / value, headline)
+
+
+def share(what: str, value: float, most: float, note: str = "") -> Row:
     """A share of one core (CPU seconds / wall seconds) under an absolute limit."""
-    return Row(what, value, None, "-", None, f"<{limit:.0%}", value < limit, "share", note)
+    row = Row(what, value, None, "-", None, f"<{most:.0%}", None, "share", note)
+    return _scored(row, most / value if value else float("inf"), "")
 
 
 def info(what: str, ours: float, unit: Unit = "s", note: str = "") -> Row:
@@ -219,16 +287,15 @@ def info(what: str, ours: float, unit: Unit = "s", note: str = "") -> Row:
     return Row(what, ours, None, "-", None, "-", None, unit, note)
 
 
-# -- output ---------------------------------------------------------------------------------
+# -- values ---------------------------------------------------------------------------------
 
 
-def fmt_time(seconds: float) -> str:
-    """Seconds in the most readable unit."""
-    if seconds >= 1:
-        return f"{seconds:.2f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.2f} ms"
-    return f"{seconds * 1e6:.2f} us"
+def fmt_time(seconds: float, short: bool = False) -> str:
+    """Seconds in the most readable unit ('12.34 ms'; `short`: '12.3 ms' style, for targets)."""
+    for scale, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "us")):
+        if seconds >= scale or unit == "us":
+            return f"{seconds / scale:g} {unit}" if short else f"{seconds / scale:.2f} {unit}"
+    raise AssertionError("unreachable")
 
 
 def fmt_limit(seconds: float) -> str:
@@ -244,50 +311,15 @@ def fmt_bytes(count: float) -> str:
     return f"{count:.0f} B"
 
 
-def fmt_value(value: float | None, unit: Unit) -> str:
+def fmt_value(value: float | None, unit: Unit, short: bool = False) -> str:
     """A cell: a time, a byte count, a share of a core, or '-'."""
     if value is None:
         return "-"
     if unit == "share":
         return f"{value:.2%}"
-    return fmt_bytes(value) if unit == "bytes" else fmt_time(value)
-
-
-def verdict(row: Row) -> str:
-    """yes / NO / '-' (no target) / n/a (a target but nothing to compare with)."""
-    if row.met is None:
-        return "n/a" if row.target != "-" else "-"
-    return "yes" if row.met else "NO"
-
-
-WIDTH = 58
-
-
-def table_header() -> str:
-    """The column titles and a rule under them."""
-    header = (
-        f"{'measure':<{WIDTH}} {'ours':>10} {'anchor':>10} {'ratio':>8} {'target':>9}  "
-        f"{'met':<4} anchor"
-    )
-    return f"{header}\n{'-' * (len(header) + 24)}"
-
-
-def format_rows(rows: list[Row], notes: list[str]) -> list[str]:
-    """Table lines for `rows`; each row's note is appended to `notes` and marked [n]."""
-    lines = []
-    for row in rows:
-        ratio = "-" if row.ratio is None else f"{row.ratio:.2f}x"
-        name = row.anchor_name
-        if row.note:
-            if row.note not in notes:
-                notes.append(row.note)
-            name = f"{name} [{notes.index(row.note) + 1}]"
-        lines.append(
-            f"{row.what:<{WIDTH}} {fmt_value(row.ours, row.unit):>10} "
-            f"{fmt_value(row.anchor, row.unit):>10} {ratio:>8} {row.target:>9}  "
-            f"{verdict(row):<4} {name}"
-        )
-    return lines
+    if unit == "bytes":
+        return fmt_bytes(value)
+    return fmt_time(value, short)
 
 
 @dataclass
@@ -299,26 +331,3 @@ class Section:
     tables: list[str] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
-
-
-def print_sections(sections: list[Section]) -> None:
-    """One table for every section's rows (a heading line per section), the notes, the extras."""
-    notes: list[str] = []
-    print(table_header())
-    for section in sections:
-        if section.rows:
-            print(f"## {section.title}")
-            print("\n".join(format_rows(section.rows, notes)))
-    print(
-        "\nratio: anchor/ours for a '>=' target (times less than the anchor), ours/anchor for "
-        "'<=Nx',\n       ours/ideal for a time limit. met: n/a = the anchor is not installed."
-    )
-    if notes:
-        print("\nnotes:")
-        for index, note in enumerate(notes, 1):
-            print(textwrap.fill(note, 100, initial_indent=f"[{index}] ", subsequent_indent="    "))
-    for section in sections:
-        for table in section.tables:
-            print(f"\n{table}")
-        for path in section.files:
-            print(f"wrote {path}")

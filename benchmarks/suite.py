@@ -1,7 +1,9 @@
-"""Run benchmark areas, print one table, write the results as JSON.
+"""Run benchmark areas, print one table, write the results as JSON and plot the headline rows.
 
 `python -m benchmarks` runs every area (see `benchmarks/__main__.py`); each area script runs its
-own areas with the same options (`python benchmarks/bench_toolset.py --quick`).
+own areas with the same options (`python benchmarks/bench_toolset.py --quick`). The machine's
+load is read before and after each area: when the 1-minute load is above the number of usable
+CPUs, the area's verdicts read "load" (measured under load: not a verdict) instead of yes/NO.
 """
 
 from __future__ import annotations
@@ -14,13 +16,15 @@ import platform
 import sys
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import RESULTS, Row, Section, Settings, print_sections
+from benchmarks import report
+from benchmarks.harness import RESULTS, Row, Section, Settings
+from benchmarks.table import print_sections
 
 Area = Callable[[Settings], Section]
 """An area's benchmark: measures with the given settings and returns its section."""
@@ -59,7 +63,7 @@ def machine() -> dict[str, Any]:
         "implementation": platform.python_implementation(),
         "system": f"{platform.system()} {platform.release()}",
         "cpu": cpu,
-        "cpus_usable": len(os.sched_getaffinity(0)),
+        "cpus_usable": cpus(),
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "packages": {name: installed(name) for name in PACKAGES},
     }
@@ -76,7 +80,7 @@ def describe(info: dict[str, Any]) -> str:
     )
 
 
-def parse(argv: Sequence[str] | None, areas: dict[str, Area], prog: str) -> argparse.Namespace:
+def parse(argv: Sequence[str] | None, areas: Mapping[str, Area], prog: str) -> argparse.Namespace:
     """The command line: --quick, --only NAMES, --out DIR."""
     parser = argparse.ArgumentParser(
         prog=prog,
@@ -101,8 +105,29 @@ def parse(argv: Sequence[str] | None, areas: dict[str, Area], prog: str) -> argp
     return options
 
 
+def cpus() -> int:
+    """The CPUs this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def heavy(loads: Sequence[float], usable: int) -> float | None:
+    """The highest 1-minute load of `loads` when it is above `usable` CPUs, else None."""
+    worst = max(loads)
+    return worst if worst > usable else None
+
+
+def mark_load(section: Section, before: float, after: float) -> dict[str, float]:
+    """Mark the section's verdicts when the machine was busy; the loads, for the JSON."""
+    busy = heavy([before, after], cpus())
+    for row in section.rows:
+        if busy is not None and row.met is not None:
+            row.load = round(busy, 2)
+    return {"before": round(before, 2), "after": round(after, 2)}
+
+
 def run_area(name: str, area: Area, settings: Settings) -> Section:
     """One area's section; an area that fails becomes a row saying why, not a crash."""
+    before = os.getloadavg()[0]
     try:
         section = area(settings)
     except Exception as exc:  # one broken area must not hide the others' numbers
@@ -112,6 +137,7 @@ def run_area(name: str, area: Area, settings: Settings) -> Section:
         section = Section(f"{name} (failed)", [row])
     for row in section.rows:
         row.area = name
+    section.data["load"] = mark_load(section, before, os.getloadavg()[0])
     gc.collect()  # the next area starts without this one's garbage
     return section
 
@@ -122,8 +148,8 @@ def write_json(path: Path, payload: dict[str, Any]) -> None:
     path.write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
 
 
-def main(areas: dict[str, Area], argv: Sequence[str] | None = None, prog: str = "") -> int:
-    """Run the chosen areas, print the table, write `<out>/latest.json`; returns 0."""
+def main(areas: Mapping[str, Area], argv: Sequence[str] | None = None, prog: str = "") -> int:
+    """Run the chosen areas, print the table, write `<out>/latest.json` and the plot; 0."""
     options = parse(argv, areas, prog or Path(sys.argv[0]).name)
     settings = Settings(quick=options.quick, out=options.out)
     info = machine()
@@ -147,9 +173,22 @@ def main(areas: dict[str, Area], argv: Sequence[str] | None = None, prog: str = 
             "areas": options.areas,
             "seconds": round(elapsed, 1),
             "machine": info,
+            "load_average_end": [round(x, 2) for x in os.getloadavg()],
             "rows": [row.to_json() for section in sections for row in section.rows],
             "data": {name: s.data for name, s in zip(options.areas, sections, strict=True)},
         },
     )
     print(f"wrote {path} ({elapsed:.0f} s)")
+    plotted = report.write_plot(path, report_path(options, areas))
+    print(f"wrote {plotted}" if isinstance(plotted, Path) else f"no plot: {plotted}")
     return 0
+
+
+def report_path(options: argparse.Namespace, areas: Mapping[str, Area]) -> Path:
+    """Where the plot of the headline rows goes: benchmarks/report.png after a full run of every
+    area into the default folder, else next to latest.json (trial, quick and partial runs leave
+    the committed plot alone)."""
+    whole = not options.quick and list(options.areas) == list(areas)
+    if whole and options.out.resolve() == RESULTS.resolve():
+        return report.REPORT
+    return Path(options.out) / "report.png"
