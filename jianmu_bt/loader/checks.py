@@ -1,4 +1,4 @@
-"""Static checks on the tree as a networkx graph, before the first tick.
+"""Static checks on the expanded tree, before the first tick.
 
 | check | severity | finding |
 |---|---|---|
