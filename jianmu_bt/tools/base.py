@@ -115,6 +115,12 @@ class Tool(Described, ABC):
             _owner(cls, name) is Tool for name in ("call", "execute", "_execute", "_dispatch")
         ) and _owner(cls, "execute_local") is _owner(cls, "_blocking_work")
 
+    @classmethod
+    def missing_requirement(cls) -> str | None:
+        """Why this tool cannot work here as built by default (an optional package that is not
+        installed), or None. `jianmu tools` reports it; the tool itself still fails clearly."""
+        return None
+
     @abstractmethod
     def run(self, input: Any) -> Any:
         """Do the work. Sync or async; the only method a tool author has to write."""

@@ -10,7 +10,7 @@ import difflib
 import inspect
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeGuard
 
 from jianmu_bt.tools.base import Tool
 from jianmu_bt.tools.providers import BaseToolProvider
@@ -132,10 +132,12 @@ class BuiltinToolProvider(BaseToolProvider):
         result: dict[str, str | None] = {}
         for name in cls.list_builtin_names():
             try:
-                cls._load(name)
-                result[name] = None
+                factory = cls._load(name)
             except ToolUnavailableError as exc:
                 result[name] = str(exc)
+                continue
+            missing = factory.missing_requirement() if _is_tool_class(factory) else None
+            result[name] = f"built-in tool '{name}': {missing}" if missing else None
         return result
 
     @classmethod
@@ -212,6 +214,10 @@ class BuiltinToolProvider(BaseToolProvider):
         for key, custom_tool in custom.items():
             tools.setdefault(key, custom_tool)
         return list(tools.values())
+
+
+def _is_tool_class(factory: object) -> TypeGuard[type[Tool]]:
+    return inspect.isclass(factory) and issubclass(factory, Tool)
 
 
 def _entry_point_tools() -> dict[str, str]:

@@ -37,6 +37,18 @@ def test_tools_json_gives_full_schemas(capsys):
     assert set(entries) == set(BuiltinToolProvider.list_builtin_names())
 
 
+def test_a_builtin_whose_optional_package_is_missing_is_reported_unavailable(capsys, monkeypatch):
+    # As without the search extra: neither package can be imported.
+    for package in ("ddgs", "duckduckgo_search"):
+        monkeypatch.setitem(sys.modules, package, None)
+    assert main(["tools"]) == 0
+    out = capsys.readouterr().out
+    total = len(BuiltinToolProvider.list_builtin_names())
+    assert out.startswith(f"built-in tools ({total - 1} of {total} available here):")
+    assert "duckduckgo_search  [unavailable]" in out
+    assert "pip install 'jianmu-bt[search]'" in out
+
+
 def test_tools_of_a_tree_are_the_ones_it_configures(capsys):
     assert main(["tools", str(TREES / "file_audit.yaml")]) == 0
     out = capsys.readouterr().out

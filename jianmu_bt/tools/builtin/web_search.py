@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -119,6 +120,17 @@ class DuckDuckGoSearchTool(ModelTool):
     )
     Arguments = WebSearchArgs
     primary_argument = "query"
+
+    @classmethod
+    def missing_requirement(cls) -> str | None:
+        """The default backend's package (ddgs, or the older duckduckgo_search), when missing."""
+        if any(importlib.util.find_spec(name) for name in ("ddgs", "duckduckgo_search")):
+            return None
+        return (
+            "the default search backend needs the 'ddgs' package (pip install "
+            "'jianmu-bt[search]'); a search_backend of your own works without it"
+        )
+
     output_schema: dict[str, Any] = {
         "type": "object",
         "description": "query and results: [{title, url, snippet}]",
