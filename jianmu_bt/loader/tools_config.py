@@ -15,7 +15,7 @@ are resolved with the tree file's folder on `sys.path`, so a `tools.py` next to 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,20 @@ from jianmu_bt.tools import (
 )
 from jianmu_bt.tools.references import did_you_mean
 
+#: Tool options that name a path: a relative one is taken from the tree file's folder, so a tree
+#: works the same wherever it is run from.
+PATH_OPTIONS = ("workspace",)
+
+
+def anchored(options: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
+    """`options` with each relative path option (PATH_OPTIONS) made relative to `base_dir`."""
+    found = dict(options)
+    for key in PATH_OPTIONS:
+        value = found.get(key)
+        if isinstance(value, str) and value and not Path(value).expanduser().is_absolute():
+            found[key] = str(base_dir / value)
+    return found
+
 
 def _catalog(
     units: list[Unit],
@@ -41,7 +55,7 @@ def _catalog(
 ) -> ToolCatalog:
     """The catalog before the files' entries: the Python tools and providers passed in."""
     catalog = ToolCatalog(
-        options=dict(units[0].model.tool_options) if units else {},
+        options=anchored(units[0].model.tool_options, units[0].base_dir) if units else {},
         base_dirs=list(dict.fromkeys(u.base_dir for u in units)),
     )
     for given in python_tools or ():
@@ -72,7 +86,11 @@ def _builtin_name(entry: object) -> str | None:
 
 
 def _entry_tools(
-    entry: object, catalog: ToolCatalog, options: dict[str, Any], base_dirs: list[Path]
+    entry: object,
+    catalog: ToolCatalog,
+    options: dict[str, Any],
+    base_dirs: list[Path],
+    base_dir: Path,
 ) -> list[Tool | ToolProvider]:
     """What one `tools:` entry gives (ImportProblem, UnknownToolError, ... when it cannot)."""
     if isinstance(entry, MCPToolEntry):
@@ -92,7 +110,7 @@ def _entry_tools(
     if BuiltinToolProvider.canonical_name(name) in catalog.python or name.lower() in catalog.python:
         return []  # a Python tool passed in takes the built-in's place
     extra = entry.options if isinstance(entry, BuiltinToolEntry) else {}
-    return [BuiltinToolProvider.build(name, {**options, **extra})]
+    return [BuiltinToolProvider.build(name, {**options, **anchored(extra, base_dir)})]
 
 
 def resolve_tools(
@@ -111,11 +129,11 @@ def resolve_tools(
         problems.append(Diagnostic(unit.file, line, col, severity, message, code))
 
     for unit in units:
-        options = dict(unit.model.tool_options)
+        options = anchored(unit.model.tool_options, unit.base_dir)
         for index, entry in enumerate(unit.model.tools):
             found: list[Tool | ToolProvider] = []
             try:
-                found = _entry_tools(entry, catalog, options, catalog.base_dirs)
+                found = _entry_tools(entry, catalog, options, catalog.base_dirs, unit.base_dir)
             except ImportProblem as exc:
                 problem(unit, index, str(exc), "import-error")
             except UnknownToolError as exc:
