@@ -16,35 +16,20 @@ import time
 import anyio
 import py_trees
 import pytest
+from placement_clock import VirtualClock, install
 
 from jianmu_bt import ToolCall, tool
 from jianmu_bt.nodes import ExecutorOptions, RetryPolicy, ToolExecutor, ToolNode
 from jianmu_bt.runtime import AgentState, AsyncNode, StateManager, TreeRunner
-from jianmu_bt.tools import placement
-from jianmu_bt.tools.placement import PROBATION, SLOW_CALL
+from jianmu_bt.tools.placement import PROBATION
 
 WAIT = 10.0
 LIMIT = 0.05  # a call timeout that a quick call never reaches and a call of 2 * LIMIT passes
 
 
-class VirtualClock:
-    """The placement's clock in these tests: time passes only in `advance` (a slow call)."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float = SLOW_CALL * 5) -> None:
-        self.now += seconds
-
-
 @pytest.fixture(autouse=True)
 def clock(monkeypatch) -> VirtualClock:
-    virtual = VirtualClock()
-    monkeypatch.setattr(placement, "_clock", virtual)
-    return virtual
+    return install(monkeypatch)
 
 
 def names_tool(**options):

@@ -13,34 +13,18 @@ import threading
 import time
 
 import pytest
+from placement_clock import SLOW, VirtualClock, install
 
 from jianmu_bt import ToolSet, tool
-from jianmu_bt.tools import placement
-from jianmu_bt.tools.placement import MAX_PROBATION, PROBATION, SLOW_CALL, Placement
+from jianmu_bt.tools.placement import MAX_PROBATION, PROBATION, Placement
 
 WAIT = 10.0  # generous upper bound for things that should happen at once
-SLOW = SLOW_CALL * 5  # comfortably more than the threshold
 LIMIT = 0.05  # a call timeout that a quick call never reaches and a call of 2 * LIMIT passes
-
-
-class VirtualClock:
-    """The placement's clock in these tests: time passes only in `advance` (a slow call)."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float = SLOW) -> None:
-        self.now += seconds
 
 
 @pytest.fixture(autouse=True)
 def clock(monkeypatch) -> VirtualClock:
-    virtual = VirtualClock()
-    monkeypatch.setattr(placement, "_clock", virtual)
-    return virtual
+    return install(monkeypatch)
 
 
 VAR: contextvars.ContextVar[str] = contextvars.ContextVar("test_placement_var", default="unset")

@@ -12,6 +12,17 @@ from typing import Any
 
 import pytest
 
+#: Every built-in tool that works in a workspace.
+FILE_TOOLS = [
+    "read_file",
+    "write_file",
+    "list_dir",
+    "file_info",
+    "str_replace",
+    "glob_search",
+    "grep_search",
+]
+
 SECRET = "TOP-SECRET-42"
 
 Route = Callable[["Handler"], None]

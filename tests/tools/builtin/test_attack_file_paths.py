@@ -14,22 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SECRET, Layout
+from conftest import FILE_TOOLS, SECRET, Layout
 
 from jianmu_bt.tools import ToolSet
 from jianmu_bt.tools.builtin.files import FileInfoTool, ReadFileTool, WriteFileTool
 
 pytestmark = pytest.mark.anyio
-
-FILE_TOOLS = [
-    "read_file",
-    "write_file",
-    "list_dir",
-    "file_info",
-    "str_replace",
-    "glob_search",
-    "grep_search",
-]
 
 
 @pytest.fixture

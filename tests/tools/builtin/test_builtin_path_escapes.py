@@ -12,20 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SECRET, Layout
+from conftest import FILE_TOOLS, SECRET, Layout
 
 from jianmu_bt.tools import ToolSet
 from jianmu_bt.tools.builtin.workspace import Workspace, WorkspaceError
 
-FILE_TOOLS = [
-    "read_file",
-    "write_file",
-    "list_dir",
-    "file_info",
-    "str_replace",
-    "glob_search",
-    "grep_search",
-]
 OUTSIDE = "outside the workspace"
 LINK = "symbolic link"
 STRAY = "/tmp/jianmu-escape-test.txt"
