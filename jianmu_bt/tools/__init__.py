@@ -4,7 +4,7 @@ This layer knows nothing about trees; tree nodes hold a ToolSet and call into it
 """
 
 from jianmu_bt.tools.base import Tool
-from jianmu_bt.tools.call_context import idempotency_key
+from jianmu_bt.tools.call_context import idempotency_key, progress_sink, report_progress
 from jianmu_bt.tools.calls import ToolCall, ToolResult, new_call_id
 from jianmu_bt.tools.function_tool import FunctionTool, tool
 from jianmu_bt.tools.providers import BaseToolProvider, ToolProvider
@@ -45,5 +45,7 @@ __all__ = [
     "new_call_id",
     "normalize_output_schema",
     "normalize_parameters",
+    "progress_sink",
+    "report_progress",
     "tool",
 ]

@@ -1,14 +1,22 @@
-"""What a running tool may know about its own call: the idempotency key of a durable run.
+"""What a running tool may know about its own call: the idempotency key of a durable run, and
+where to report its progress.
 
 A durable run (see docs/durability.md) may run a call again after a crash when its tool is
 `idempotent`; the tool tells the two runs apart from a new call by the key, which stays the same
 for every run of that call. A tool reads it either as an injected parameter named
 `idempotency_key` (`def pay(amount: int, idempotency_key: Annotated[str, Injected])`) or, from
 any code it calls, with `idempotency_key()`. The value follows the call into worker threads.
+
+A long tool reports progress with `report_progress(done, total, message)`: whoever runs the call
+(a tree node, which turns it into a `tool.progress` run event; the MCP server, which sends it to
+the client as a progress notification) installs a sink with `progress_sink(...)`. Outside such a
+call the report goes nowhere. A sink may be called from a worker thread.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 
 IDEMPOTENCY_PARAMETER = "idempotency_key"
@@ -37,3 +45,30 @@ def wants_idempotency_key(tool: object) -> bool:
     signature = getattr(tool, "signature", None)
     names = getattr(signature, "injected_names", ())
     return IDEMPOTENCY_PARAMETER in names
+
+
+ProgressSink = Callable[[float, "float | None", "str | None"], None]
+"""Receives `(progress, total, message)` reports of the call running in its context."""
+
+_PROGRESS_SINK: ContextVar[ProgressSink | None] = ContextVar("jianmu_progress_sink", default=None)
+
+
+def report_progress(
+    progress: float, total: float | None = None, message: str | None = None
+) -> None:
+    """Report how far the running tool call is (`progress` of `total`, both in the tool's own
+    unit; `total` None when unknown). A no-op outside a call whose runner listens."""
+    sink = _PROGRESS_SINK.get()
+    if sink is not None:
+        sink(progress, total, message)
+
+
+@contextmanager
+def progress_sink(sink: ProgressSink | None) -> Iterator[None]:
+    """Send the progress reports of calls run in this context (and the threads it hands calls
+    to) to `sink` until the block ends."""
+    token = _PROGRESS_SINK.set(sink)
+    try:
+        yield
+    finally:
+        _PROGRESS_SINK.reset(token)
