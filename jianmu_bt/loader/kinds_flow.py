@@ -27,6 +27,7 @@ from jianmu_bt.loader.model import (
 )
 from jianmu_bt.loader.node_facts import NodeIO, NodeProblem, Outcome
 from jianmu_bt.loader.registry import NodeKind, register_kind
+from jianmu_bt.runtime.lean import lean
 from jianmu_bt.tools.references import ReferenceProblem, resolve_reference
 
 if TYPE_CHECKING:
@@ -47,7 +48,8 @@ def _composite(
     model: type[SequenceConfig | SelectorConfig],
 ) -> Build:
     def build(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
-        return cls(record.name, memory=record.config_as(model).memory, children=children)
+        memory = record.config_as(model).memory
+        return lean(cls)(record.name, memory=memory, children=children)
 
     return build
 
@@ -63,7 +65,7 @@ def _parallel(record: NodeRecord, children: Children, ctx: BuildContext) -> Beha
     else:
         chosen = [children[i] for i in config.selected or ()]
         policy = policies.SuccessOnSelected(chosen, synchronise=config.synchronise)
-    return Parallel(record.name, policy=policy, children=children)
+    return lean(Parallel)(record.name, policy=policy, children=children)
 
 
 def _sequence_outcome(config: Any, children: list[Outcome]) -> Outcome:
@@ -124,7 +126,7 @@ def _decorator(cls: type[Decorator], convert: Callable[[str, Any], Any] | None =
         }
         if convert is not None:
             own = {key: convert(key, value) for key, value in own.items()}
-        return cls(name=record.name, child=children[0], **own)
+        return lean(cls)(name=record.name, child=children[0], **own)
 
     return build
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import operator
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from py_trees.common import Status
@@ -125,7 +126,7 @@ class SafeExpression:
     `names` are the state fields it reads (names not in call position).
     """
 
-    __slots__ = ("_tree", "names", "text")
+    __slots__ = ("_code", "_names", "text")
 
     def __init__(self, text: str) -> None:
         if not isinstance(text, str):
@@ -136,7 +137,7 @@ class SafeExpression:
             raise ExpressionError("the expression is empty")
         self.text = text
         try:
-            self._tree = ast.parse(text.strip(), mode="eval")
+            tree = ast.parse(text.strip(), mode="eval")
         except SyntaxError as exc:
             # no offset: the text ended too early, so point at its end
             offset = (exc.offset - 1) if exc.offset else len(text.strip())
@@ -146,12 +147,18 @@ class SafeExpression:
         except (RecursionError, MemoryError, ValueError):
             raise ExpressionError("the expression is nested too deeply or is not text") from None
         shift = len(text) - len(text.lstrip())
-        self.names = frozenset(_check(self._tree, shift))
+        self._names = tuple(sorted(_check(tree, shift)))  # a tuple: a fraction of a set's size
+        self._code = _compile(tree.body)
+
+    @property
+    def names(self) -> frozenset[str]:
+        """The state fields the expression reads (names not in call position)."""
+        return frozenset(self._names)
 
     def evaluate(self, lookup: Callable[[str], Any]) -> Any:
         """The expression's value, names resolved by `lookup(name)`; ExpressionError on failure."""
         try:
-            return _Evaluator(lookup).visit(self._tree.body)
+            return _evaluate(self._code, lookup)
         except ExpressionError:
             raise
         except (
@@ -202,78 +209,98 @@ def _check(tree: ast.Expression, shift: int) -> set[str]:
     return names
 
 
-class _Evaluator:
-    """Evaluates a checked AST with size limits."""
+# A checked expression is kept as nested tuples, `(tag, ...)`, not as its AST: a few hundred
+# bytes instead of about 1.4 KiB (every AST node carries a dict of positions), and evaluated
+# without a method lookup per node. Names are looked up and operators applied as the AST said.
+_Code = tuple[Any, ...]
 
-    def __init__(self, lookup: Callable[[str], Any]) -> None:
-        self.lookup = lookup
 
-    def visit(self, node: ast.AST) -> Any:
-        method = getattr(self, f"_{type(node).__name__}")
-        return method(node)
-
-    def _Constant(self, node: ast.Constant) -> Any:
-        return node.value
-
-    def _Name(self, node: ast.Name) -> Any:
-        return self.lookup(node.id)
-
-    def _List(self, node: ast.List) -> list[Any]:
-        return [self.visit(item) for item in node.elts]
-
-    def _Tuple(self, node: ast.Tuple) -> tuple[Any, ...]:
-        return tuple(self.visit(item) for item in node.elts)
-
-    def _Dict(self, node: ast.Dict) -> dict[Any, Any]:
+def _compile(node: ast.AST) -> _Code:
+    """The tuple form of a checked AST node (see `_evaluate` for the tags)."""
+    if isinstance(node, ast.Constant):
+        return ("const", node.value)
+    if isinstance(node, ast.Name):
+        return ("name", node.id)
+    if isinstance(node, (ast.List, ast.Tuple)):
+        tag = "list" if isinstance(node, ast.List) else "tuple"
+        return (tag, tuple(_compile(item) for item in node.elts))
+    if isinstance(node, ast.Dict):
         if any(key is None for key in node.keys):
-            raise ExpressionError("'**' unpacking is not allowed in a condition")
-        return {self.visit(k): self.visit(v) for k, v in zip(node.keys, node.values, strict=True)}  # type: ignore[arg-type]
+            return ("unpack",)
+        pairs = zip(node.keys, node.values, strict=True)
+        return ("dict", tuple((_compile(k), _compile(v)) for k, v in pairs))  # type: ignore[arg-type]
+    if isinstance(node, ast.BoolOp):
+        tag = "and" if isinstance(node.op, ast.And) else "or"
+        return (tag, tuple(_compile(item) for item in node.values))
+    if isinstance(node, ast.UnaryOp):
+        return ("unary", _UNARY[type(node.op)], _compile(node.operand))
+    if isinstance(node, ast.BinOp):
+        return ("binary", type(node.op), _compile(node.left), _compile(node.right))
+    if isinstance(node, ast.Compare):
+        steps = zip(node.ops, node.comparators, strict=True)
+        return (
+            "compare",
+            _compile(node.left),
+            tuple((_COMPARE[type(op)], _compile(c)) for op, c in steps),
+        )
+    if isinstance(node, ast.IfExp):
+        return ("if", _compile(node.test), _compile(node.body), _compile(node.orelse))
+    if isinstance(node, ast.Subscript):
+        return ("index", _compile(node.value), _compile(node.slice))
+    if isinstance(node, ast.Slice):
+        parts = (node.lower, node.upper, node.step)
+        return ("slice", tuple(None if part is None else _compile(part) for part in parts))
+    if isinstance(node, ast.Call):
+        return ("call", FUNCTIONS[node.func.id], tuple(_compile(arg) for arg in node.args))  # type: ignore[attr-defined]
+    raise ExpressionError(f"{type(node).__name__} is not allowed in a condition")
 
-    def _BoolOp(self, node: ast.BoolOp) -> Any:
-        value: Any = None
-        for item in node.values:
-            value = self.visit(item)
-            if isinstance(node.op, ast.And) and not value:
-                return value
-            if isinstance(node.op, ast.Or) and value:
-                return value
-        return value
 
-    def _UnaryOp(self, node: ast.UnaryOp) -> Any:
-        return _UNARY[type(node.op)](self.visit(node.operand))
-
-    def _BinOp(self, node: ast.BinOp) -> Any:
-        left, right = self.visit(node.left), self.visit(node.right)
-        op = type(node.op)
-        _check_size(op, left, right)
-        return _bounded(_BINARY[op](left, right))
-
-    def _Compare(self, node: ast.Compare) -> bool:
-        left = self.visit(node.left)
-        for op, comparator in zip(node.ops, node.comparators, strict=True):
-            right = self.visit(comparator)
-            if not _COMPARE[type(op)](left, right):
+def _evaluate(code: _Code, lookup: Callable[[str], Any]) -> Any:
+    """The value of compiled `code`, with the size limits applied to what it builds."""
+    tag = code[0]
+    if tag == "const":
+        return code[1]
+    if tag == "name":
+        return lookup(code[1])
+    if tag == "compare":
+        left = _evaluate(code[1], lookup)
+        for compare, item in code[2]:
+            right = _evaluate(item, lookup)
+            if not compare(left, right):
                 return False
             left = right
         return True
-
-    def _IfExp(self, node: ast.IfExp) -> Any:
-        return self.visit(node.body) if self.visit(node.test) else self.visit(node.orelse)
-
-    def _Subscript(self, node: ast.Subscript) -> Any:
-        value = self.visit(node.value)
+    if tag == "and" or tag == "or":
+        value: Any = None
+        for item in code[1]:
+            value = _evaluate(item, lookup)
+            if (tag == "and") != bool(value):
+                return value
+        return value
+    if tag == "binary":
+        left, right = _evaluate(code[2], lookup), _evaluate(code[3], lookup)
+        _check_size(code[1], left, right)
+        return _bounded(_BINARY[code[1]](left, right))
+    if tag == "unary":
+        return code[1](_evaluate(code[2], lookup))
+    if tag == "if":
+        return _evaluate(code[2] if _evaluate(code[1], lookup) else code[3], lookup)
+    if tag == "index":
+        value = _evaluate(code[1], lookup)
         if not isinstance(value, (str, list, tuple, dict)):
             raise ExpressionError(f"cannot index a {type(value).__name__}")
-        return value[self.visit(node.slice)]
-
-    def _Slice(self, node: ast.Slice) -> slice:
-        parts = (node.lower, node.upper, node.step)
-        return slice(*(None if part is None else self.visit(part) for part in parts))
-
-    def _Call(self, node: ast.Call) -> Any:
-        function = FUNCTIONS[node.func.id]  # type: ignore[attr-defined]
-        args = [self.visit(arg) for arg in node.args]
-        return _bounded(function(*args))
+        return value[_evaluate(code[2], lookup)]
+    if tag == "slice":
+        return slice(*(None if part is None else _evaluate(part, lookup) for part in code[1]))
+    if tag == "call":
+        return _bounded(code[1](*(_evaluate(arg, lookup) for arg in code[2])))
+    if tag == "list":
+        return [_evaluate(item, lookup) for item in code[1]]
+    if tag == "tuple":
+        return tuple(_evaluate(item, lookup) for item in code[1])
+    if tag == "dict":
+        return {_evaluate(k, lookup): _evaluate(v, lookup) for k, v in code[1]}
+    raise ExpressionError("'**' unpacking is not allowed in a condition")
 
 
 def _check_size(op: type[ast.operator], left: Any, right: Any) -> None:
@@ -311,6 +338,9 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+_NO_RENAME: Mapping[str, str] = MappingProxyType({})
+
+
 class Condition(ContextNode):
     """SUCCESS when `check` (a safe expression over state fields) is true, FAILURE when false.
 
@@ -327,7 +357,9 @@ class Condition(ContextNode):
     ) -> None:
         super().__init__(name=name)
         self.expression = check if isinstance(check, SafeExpression) else SafeExpression(check)
-        self.rename = dict(rename or {})
+        # Only the names that change are kept: most conditions rename nothing, and share this.
+        changed = {n: key for n, key in (rename or {}).items() if n != key}
+        self.rename: Mapping[str, str] = changed or _NO_RENAME
 
     @property
     def reads(self) -> frozenset[str]:

@@ -22,6 +22,7 @@ import py_trees
 from py_trees.common import Status
 
 from jianmu_bt.runtime.context import RunContext, TaskHandle
+from jianmu_bt.runtime.lean import LeanBehaviour
 
 if TYPE_CHECKING:
     from jianmu_bt.runtime.state import StateManager
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-class ContextNode(py_trees.behaviour.Behaviour):
+class ContextNode(LeanBehaviour, py_trees.behaviour.Behaviour):
     """A behaviour that is bound to a RunContext (state, events, services) before it is ticked."""
 
     def __init__(self, name: str) -> None:

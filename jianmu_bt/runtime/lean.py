@@ -1,0 +1,98 @@
+"""Leaner py_trees behaviours: no per-node objects kept that nothing reads.
+
+`py_trees.behaviour.Behaviour.__init__` stores on every node `self.iterator = self.tick()` (a
+generator of about 400 bytes, made again at every `stop()`, which py_trees never reads: it
+ticks through `tick()` each time), a `qualified_name` string for displays, and a
+`py_trees.logging.Logger` holding the node's name formatted as a prefix (about 160 bytes). In
+a tree of thousands of nodes, or thousands of small runs at once, they are a large share of the
+memory. A `LeanBehaviour` keeps no generator (`behaviour.iterator` still gives one over the
+node's tick), makes `qualified_name` when it is read, and keeps a 56-byte logger that logs
+exactly as py_trees' does (same levels and prefix), formatting the prefix only for a message
+that is shown. `lean(cls)` is a py_trees class (a composite, a decorator) made lean.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, TypeVar
+
+import py_trees
+from py_trees.logging import Level, Logger
+
+B = TypeVar("B", bound=type[py_trees.behaviour.Behaviour])
+
+
+class _Iterator:
+    """`Behaviour.iterator` that keeps nothing: each read is a new generator over `tick()`."""
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        return self if obj is None else obj.tick()
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        return None  # the generator py_trees made (it never ran) is dropped here
+
+
+class _QualifiedName:
+    """`Behaviour.qualified_name` ("Class/name", a display convenience) made when read."""
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        return self if obj is None else f"{type(obj).__qualname__}/{obj.name}"
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        return None  # py_trees' copy, made at __init__, is dropped here
+
+
+class NodeLogger:
+    """py_trees' per-node Logger, without a stored prefix (py_trees.logging's level applies)."""
+
+    __slots__ = ("_node",)
+
+    def __init__(self, node: Any) -> None:  # a Behaviour: its `name` is read when shown
+        self._node = node
+
+    def _shown(self) -> Logger:
+        return Logger(self._node.name)
+
+    def debug(self, msg: str) -> None:
+        """As `py_trees.logging.Logger.debug`."""
+        if py_trees.logging.level < Level.INFO:
+            self._shown().debug(msg)
+
+    def info(self, msg: str) -> None:
+        """As `py_trees.logging.Logger.info`."""
+        if py_trees.logging.level < Level.WARN:
+            self._shown().info(msg)
+
+    def warning(self, msg: str) -> None:
+        """As `py_trees.logging.Logger.warning`."""
+        if py_trees.logging.level < Level.ERROR:
+            self._shown().warning(msg)
+
+    def error(self, msg: str) -> None:
+        """As `py_trees.logging.Logger.error`."""
+        self._shown().error(msg)
+
+    @property
+    def prefix(self) -> str:
+        """The node's name as py_trees' Logger formats it."""
+        return self._shown().prefix
+
+
+class LeanBehaviour:
+    """A mixin, before the py_trees class in the bases: no stored `iterator`, a small `logger`."""
+
+    iterator = _Iterator()
+    qualified_name = _QualifiedName()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # py_trees' Logger(name) replaced (setattr: the attribute keeps py_trees' declared type)
+        setattr(self, "logger", NodeLogger(self))  # noqa: B010
+
+
+@functools.cache
+def lean(cls: B) -> B:
+    """`cls` (a py_trees Behaviour class) as a LeanBehaviour: same name, same behaviour."""
+    namespace = {"__qualname__": cls.__qualname__, "__doc__": cls.__doc__}
+    made: B = type(cls.__name__, (LeanBehaviour, cls), namespace)  # type: ignore[assignment]
+    return made

@@ -1,0 +1,107 @@
+"""Lean behaviours keep no per-node generator, qualified name or formatted logger, and still
+behave and log exactly as py_trees' own."""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+from collections.abc import Callable, Iterator
+
+import py_trees
+import pytest
+from py_trees.common import Status
+
+from jianmu_bt.nodes.condition import Condition, SafeExpression
+from jianmu_bt.runtime.lean import LeanBehaviour, lean
+
+
+class Plain(py_trees.behaviour.Behaviour):
+    def update(self) -> Status:
+        return Status.SUCCESS
+
+
+class Lean(LeanBehaviour, Plain):
+    pass
+
+
+def bytes_per_item(make: Callable[[int], object], count: int = 500) -> float:
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        kept = [make(i) for i in range(count)]
+        gc.collect()
+        after = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert len(kept) == count
+    return (after - before) / count
+
+
+@pytest.fixture
+def debug_logging() -> Iterator[None]:
+    level = py_trees.logging.level
+    py_trees.logging.level = py_trees.logging.Level.DEBUG
+    yield
+    py_trees.logging.level = level
+
+
+def test_a_lean_node_keeps_less_than_half_of_a_plain_one() -> None:
+    plain = bytes_per_item(lambda i: Plain(f"node {i}"))
+    lean_node = bytes_per_item(lambda i: Lean(f"node {i}"))
+    assert lean_node < plain * 0.7, (lean_node, plain)
+
+
+def test_lean_composites_are_the_py_trees_classes_by_name_and_type() -> None:
+    sequence = lean(py_trees.composites.Sequence)("seq", memory=True, children=[Lean("a")])
+    assert isinstance(sequence, py_trees.composites.Sequence)
+    assert type(sequence).__name__ == "Sequence"
+    assert sequence.qualified_name == "Sequence/seq"
+    assert lean(py_trees.composites.Sequence) is type(sequence)  # one class per py_trees class
+    sequence.tick_once()
+    assert sequence.status is Status.SUCCESS
+
+
+def test_iterator_still_ticks_the_node() -> None:
+    node = Lean("a")
+    statuses = [n.status for n in node.iterator]
+    assert statuses == [Status.SUCCESS]
+    assert "iterator" not in vars(node)
+
+
+def test_logs_read_as_py_trees_logs(
+    debug_logging: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for cls in (Plain, Lean):
+        root = py_trees.composites.Sequence("root", memory=True, children=[cls("worker")])
+        root.tick_once()
+        cls("worker").logger.error("broken")
+    plain_out, lean_out = capsys.readouterr().out.split("Sequence.tick()", 2)[1:]
+    assert "worker               : Plain.tick()" in plain_out
+    assert "worker               : Lean.tick()" in lean_out
+    assert "worker               : broken" in lean_out
+
+
+def test_debug_messages_are_not_formatted_when_not_shown(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    node = Lean("quiet")
+    node.tick_once()
+    node.logger.debug("hidden")
+    assert capsys.readouterr().out == ""
+
+
+def test_a_checked_expression_is_small_and_evaluates_like_python() -> None:
+    size = bytes_per_item(lambda i: SafeExpression(f"k{i} > 0 and k{i} < 10"))
+    tree_size = bytes_per_item(lambda i: __import__("ast").parse(f"k{i} > 0 and k{i} < 10"))
+    assert size < tree_size / 2, (size, tree_size)
+    values = {"k": 3, "items": [1, 2, 3], "name": "ab"}
+    for text in ("k > 2 and k < 4", "items[1:] == [2, 3]", "max(items) * k", "name * 2"):
+        assert SafeExpression(text).evaluate(values.__getitem__) == eval(text, {}, values)
+
+
+def test_a_condition_without_renames_shares_an_empty_mapping() -> None:
+    first = Condition("a", "x > 1", rename={"x": "x"})
+    second = Condition("b", "y > 1")
+    assert first.rename is second.rename and not first.rename
+    assert Condition("c", "x > 1", rename={"x": "sub/x"}).reads == frozenset({"sub/x"})
