@@ -71,28 +71,6 @@ _UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
     ast.USub: operator.neg,
     ast.UAdd: operator.pos,
 }
-_ALLOWED = (
-    ast.Expression,
-    ast.BoolOp,
-    ast.And,
-    ast.Or,
-    ast.UnaryOp,
-    ast.BinOp,
-    ast.Compare,
-    ast.IfExp,
-    ast.Name,
-    ast.Load,
-    ast.Constant,
-    ast.List,
-    ast.Tuple,
-    ast.Dict,
-    ast.Subscript,
-    ast.Slice,
-    ast.Call,
-    *_COMPARE,
-    *_BINARY,
-    *_UNARY,
-)
 _DESCRIBE = {
     ast.Attribute: "attribute access ('.')",
     ast.Lambda: "lambda",
@@ -146,9 +124,9 @@ class SafeExpression:
             raise ExpressionError(f"invalid syntax{detail}", offset) from None
         except (RecursionError, MemoryError, ValueError):
             raise ExpressionError("the expression is nested too deeply or is not text") from None
-        shift = len(text) - len(text.lstrip())
-        self._names = tuple(sorted(_check(tree, shift)))  # a tuple: a fraction of a set's size
-        self._code = _compile(tree.body)
+        compiler = _Compiler(shift=len(text) - len(text.lstrip()))
+        self._code = compiler.compile(tree.body)
+        self._names = tuple(sorted(compiler.names))  # a tuple: a fraction of a set's size
 
     @property
     def names(self) -> frozenset[str]:
@@ -174,85 +152,93 @@ class SafeExpression:
         return f"SafeExpression({self.text!r})"
 
 
-def _check(tree: ast.Expression, shift: int) -> set[str]:
-    names: set[str] = set()
-    called: set[int] = set()
-    for count, node in enumerate(ast.walk(tree), start=1):
-        if count > MAX_NODES:
-            raise ExpressionError(f"the expression has more than {MAX_NODES} parts; simplify it")
-        offset = getattr(node, "col_offset", -1)
-        offset = offset + shift if offset >= 0 else -1
-        if not isinstance(node, _ALLOWED):
-            what = _DESCRIBE.get(type(node), type(node).__name__)
-            raise ExpressionError(f"{what} is not allowed in a condition", offset)
-        if isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Attribute):
-                raise ExpressionError(
-                    _DESCRIBE[ast.Attribute] + " is not allowed in a condition", offset
-                )
-            if not isinstance(func, ast.Name) or func.id not in FUNCTIONS:
-                shown = func.id if isinstance(func, ast.Name) else ast.unparse(func)
-                raise ExpressionError(
-                    f"'{shown}' cannot be called; allowed functions: {', '.join(FUNCTIONS)}",
-                    offset,
-                )
-            if node.keywords:
-                raise ExpressionError("keyword arguments are not allowed in a condition", offset)
-            called.add(id(func))
-        elif isinstance(node, ast.Constant) and not isinstance(
-            node.value, (str, int, float, bool, type(None))
-        ):
-            raise ExpressionError(f"{type(node.value).__name__} literals are not allowed", offset)
-        elif isinstance(node, ast.Name) and id(node) not in called:
-            names.add(node.id)
-    return names
-
-
 # A checked expression is kept as nested tuples, `(tag, ...)`, not as its AST: a few hundred
 # bytes instead of about 1.4 KiB (every AST node carries a dict of positions), and evaluated
 # without a method lookup per node. Names are looked up and operators applied as the AST said.
 _Code = tuple[Any, ...]
 
 
-def _compile(node: ast.AST) -> _Code:
-    """The tuple form of a checked AST node (see `_evaluate` for the tags)."""
-    if isinstance(node, ast.Constant):
-        return ("const", node.value)
-    if isinstance(node, ast.Name):
-        return ("name", node.id)
-    if isinstance(node, (ast.List, ast.Tuple)):
-        tag = "list" if isinstance(node, ast.List) else "tuple"
-        return (tag, tuple(_compile(item) for item in node.elts))
-    if isinstance(node, ast.Dict):
-        if any(key is None for key in node.keys):
-            return ("unpack",)
-        pairs = zip(node.keys, node.values, strict=True)
-        return ("dict", tuple((_compile(k), _compile(v)) for k, v in pairs))  # type: ignore[arg-type]
-    if isinstance(node, ast.BoolOp):
-        tag = "and" if isinstance(node.op, ast.And) else "or"
-        return (tag, tuple(_compile(item) for item in node.values))
-    if isinstance(node, ast.UnaryOp):
-        return ("unary", _UNARY[type(node.op)], _compile(node.operand))
-    if isinstance(node, ast.BinOp):
-        return ("binary", type(node.op), _compile(node.left), _compile(node.right))
-    if isinstance(node, ast.Compare):
-        steps = zip(node.ops, node.comparators, strict=True)
-        return (
-            "compare",
-            _compile(node.left),
-            tuple((_COMPARE[type(op)], _compile(c)) for op, c in steps),
-        )
-    if isinstance(node, ast.IfExp):
-        return ("if", _compile(node.test), _compile(node.body), _compile(node.orelse))
-    if isinstance(node, ast.Subscript):
-        return ("index", _compile(node.value), _compile(node.slice))
-    if isinstance(node, ast.Slice):
-        parts = (node.lower, node.upper, node.step)
-        return ("slice", tuple(None if part is None else _compile(part) for part in parts))
-    if isinstance(node, ast.Call):
-        return ("call", FUNCTIONS[node.func.id], tuple(_compile(arg) for arg in node.args))  # type: ignore[attr-defined]
-    raise ExpressionError(f"{type(node).__name__} is not allowed in a condition")
+class _Compiler:
+    """Checks an expression's AST against the allowed parts and turns it into the tuple form
+    (see `_evaluate` for the tags), in one pass; collects the state names it reads."""
+
+    def __init__(self, shift: int) -> None:
+        self.shift = shift  # characters of leading blanks ast.parse did not see
+        self.names: set[str] = set()
+        self.parts = 0
+
+    def refuse(self, node: ast.AST, message: str) -> ExpressionError:
+        offset = getattr(node, "col_offset", -1)
+        return ExpressionError(message, offset + self.shift if offset >= 0 else -1)
+
+    def many(self, nodes: list[ast.expr]) -> tuple[_Code, ...]:
+        return tuple(self.compile(item) for item in nodes)
+
+    def compile(self, node: ast.AST) -> _Code:
+        self.parts += 1
+        if self.parts > MAX_NODES:
+            raise ExpressionError(f"the expression has more than {MAX_NODES} parts; simplify it")
+        if isinstance(node, ast.Name):
+            self.names.add(node.id)
+            return ("name", node.id)
+        if isinstance(node, ast.Constant):
+            if not isinstance(node.value, (str, int, float, bool, type(None))):
+                raise self.refuse(node, f"{type(node.value).__name__} literals are not allowed")
+            return ("const", node.value)
+        if isinstance(node, ast.Compare):
+            steps = zip(node.ops, node.comparators, strict=True)
+            return ("compare", self.compile(node.left), tuple(self.step(o, c) for o, c in steps))
+        if isinstance(node, ast.BoolOp):
+            tag = "and" if isinstance(node.op, ast.And) else "or"
+            return (tag, self.many(node.values))
+        if isinstance(node, ast.BinOp):
+            op = self.operator(node.op, _BINARY, node)
+            return ("binary", op, self.compile(node.left), self.compile(node.right))
+        if isinstance(node, ast.UnaryOp):
+            unary = _UNARY[self.operator(node.op, _UNARY, node)]
+            return ("unary", unary, self.compile(node.operand))
+        if isinstance(node, ast.IfExp):
+            test, body, orelse = node.test, node.body, node.orelse
+            return ("if", self.compile(test), self.compile(body), self.compile(orelse))
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return ("list" if isinstance(node, ast.List) else "tuple", self.many(node.elts))
+        if isinstance(node, ast.Dict):
+            if any(key is None for key in node.keys):
+                return ("unpack",)  # refused when evaluated, as the AST walker did
+            pairs = zip(node.keys, node.values, strict=True)
+            return ("dict", tuple((self.compile(k), self.compile(v)) for k, v in pairs))  # type: ignore[arg-type]
+        if isinstance(node, ast.Subscript):
+            return ("index", self.compile(node.value), self.compile(node.slice))
+        if isinstance(node, ast.Slice):
+            parts = (node.lower, node.upper, node.step)
+            return ("slice", tuple(None if p is None else self.compile(p) for p in parts))
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        what = _DESCRIBE.get(type(node), type(node).__name__)
+        raise self.refuse(node, f"{what} is not allowed in a condition")
+
+    def step(self, op: ast.cmpop, comparator: ast.expr) -> tuple[Callable[[Any, Any], Any], _Code]:
+        return _COMPARE[self.operator(op, _COMPARE, comparator)], self.compile(comparator)
+
+    def operator(self, op: ast.AST, allowed: Mapping[Any, Any], where: ast.AST) -> Any:
+        self.parts += 1
+        if type(op) not in allowed:
+            raise self.refuse(where, f"{type(op).__name__} is not allowed in a condition")
+        return type(op)
+
+    def call(self, node: ast.Call) -> _Code:
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            raise self.refuse(node, _DESCRIBE[ast.Attribute] + " is not allowed in a condition")
+        if not isinstance(func, ast.Name) or func.id not in FUNCTIONS:
+            shown = func.id if isinstance(func, ast.Name) else ast.unparse(func)
+            raise self.refuse(
+                node, f"'{shown}' cannot be called; allowed functions: {', '.join(FUNCTIONS)}"
+            )
+        if node.keywords:
+            raise self.refuse(node, "keyword arguments are not allowed in a condition")
+        self.parts += 1
+        return ("call", FUNCTIONS[func.id], self.many(node.args))
 
 
 def _evaluate(code: _Code, lookup: Callable[[str], Any]) -> Any:
