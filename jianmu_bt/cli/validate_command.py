@@ -60,7 +60,7 @@ def handle(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2))
     else:
         for diagnostic in everything:
-            print(diagnostic)
+            print(diagnostic.describe())
         for path, found in results.items():
             if not found:
                 print(f"{path}: ok")

@@ -1,14 +1,18 @@
 """load_tree, validate_source, format_json_schema: the loader's entry points.
 
-The pipeline runs one way, each stage reporting every problem it finds before the loader gives
-up, and each taking only what the stages before it made:
+The pipeline runs one way, each stage taking only what the stages before it made. It keeps going
+past the errors it can step over, so one run reports every problem of a file: a node the model
+refuses is replaced by a placeholder that the later stages leave out (`repair`), and the checks run
+even after errors; only a file that cannot be read or parsed as YAML stops it early, and only the
+build needs a file without errors:
 
 1. read: the source (a path, or YAML text) parsed with positions (`units`, `positions`);
 2. model: validated against the file model the registry builds from the node kinds (`units`,
    `schema_errors`), giving one `Unit` per file (`records`);
 3. expand: subtrees and named trees into `NodeRecord`s (`expand`): include cycles, missing files;
 4. check: the state model (`state_model`), the tools (`tools_config`), every node's state keys
-   and tools (`analysis`), then the graph checks (`checks`);
+   and tools (`analysis`), every tool step's arguments against its tool's JSON Schema
+   (`argument_checks`), then the graph checks (`checks`);
 5. build: the py_trees behaviours through the registry's kinds (`build`, `context`), then the
    `Tree` (`tree`).
 
@@ -28,6 +32,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from jianmu_bt.loader import kinds  # noqa: F401  (importing it registers the built-in kinds)
 from jianmu_bt.loader.analysis import analyze
+from jianmu_bt.loader.argument_checks import check_arguments
 from jianmu_bt.loader.build import build_behaviours
 from jianmu_bt.loader.bulk import paused_gc
 from jianmu_bt.loader.catalog import ToolCatalog
@@ -37,6 +42,7 @@ from jianmu_bt.loader.diagnostics import Diagnostic, TreeLoadError, sort_diagnos
 from jianmu_bt.loader.expand import Expander
 from jianmu_bt.loader.records import NodeRecord, Unit
 from jianmu_bt.loader.registry import models
+from jianmu_bt.loader.repair import drop_placeholders
 from jianmu_bt.loader.state_model import StateInfo, build_state
 from jianmu_bt.loader.tools_config import resolve_tools
 from jianmu_bt.loader.units import TEXT_SOURCE, UnitLoader, display_name
@@ -141,16 +147,28 @@ def _run_pipeline(source: str | Path, options: LoadOptions) -> _Loaded:
     out.state, problems = build_state(expander.states, tree_name(unit))
     out.diagnostics += problems
     out.catalog, problems = resolve_tools(
-        expander.units, options.get("tools"), options.get("providers")
+        expander.units, options.get("tools"), options.get("providers"), loader.repairs
     )
     out.diagnostics += problems
     out.diagnostics += _services(out, unit)
-    if out.root_id is None or out.failed:
+    if out.root_id is None:
+        return out
+    # Every later stage runs even after errors (so one run lists every problem of the file); a
+    # node the model stage refused is left out of them (`drop_placeholders`), and only the build
+    # needs a file without errors.
+    root_id = drop_placeholders(out.records, out.root_id, loader.repairs)
+    if root_id is None:
         return out
     out.diagnostics += analyze(out.records, out.state, out.catalog)
-    if options.get("check", True) and not out.failed:
-        out.diagnostics += check_tree(out.records, out.root_id, out.state, out.catalog)
-    out.diagnostics += _llm_needed(out)
+    out.diagnostics += check_arguments(out.records, out.state, out.catalog)
+    if options.get("check", True):
+        out.diagnostics += check_tree(out.records, root_id, out.state, out.catalog)
+    repair = loader.repairs.get(unit.key)
+    refused_llm = (repair is not None and "llm" in repair.settings) or any(
+        d.code == "llm-config" for d in out.diagnostics
+    )
+    if not refused_llm:  # else the file's `llm:` is reported already, not missing
+        out.diagnostics += _llm_needed(out)
     if out.failed:
         return out
     out.context = BuildContext(out.catalog)

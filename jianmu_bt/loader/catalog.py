@@ -15,7 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jianmu_bt.tools import BuiltinToolProvider, Tool, ToolProvider, ToolSet, ToolUnavailableError
+from jianmu_bt.tools import (
+    BuiltinToolProvider,
+    Tool,
+    ToolConfigurationError,
+    ToolProvider,
+    ToolSet,
+    ToolUnavailableError,
+)
 from jianmu_bt.tools.references import ReferenceProblem, did_you_mean, resolve_reference
 
 
@@ -80,7 +87,8 @@ class ToolCatalog:
         if key in BuiltinToolProvider.list_builtin_names() and key not in self.unavailable:
             try:
                 built = BuiltinToolProvider.build(key, self.options)
-            except ToolUnavailableError as exc:
+            except (ToolUnavailableError, ToolConfigurationError) as exc:
+                # only this tool is out (a missing package, options it refuses): say why
                 self.unavailable[key] = str(exc)
                 return None
             self.tools[key] = built

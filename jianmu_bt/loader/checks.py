@@ -3,6 +3,7 @@
 | check | severity | finding |
 |---|---|---|
 | `unwritten-read` | error | a read of a key nothing writes, without default, not an input |
+| `read-before-write` | error | the same, for a key only the reading node itself writes |
 | `type-mismatch` | error | a literal, copied value or tool output that the field's type refuses |
 | `type-maybe` | warning | text (template, LLM answer, text output) written to a number field |
 | `unreachable` | warning | a child after an always-succeeding (selector) / failing (sequence) one |
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING
 from jianmu_bt.loader.analysis import reference_position
 from jianmu_bt.loader.catalog import ToolCatalog
 from jianmu_bt.loader.diagnostics import Diagnostic
-from jianmu_bt.loader.node_facts import Outcome
+from jianmu_bt.loader.node_facts import NodeProblem, Outcome
 from jianmu_bt.loader.positions import Path
 from jianmu_bt.loader.records import NodeRecord
 from jianmu_bt.loader.registry import get_kind
@@ -84,24 +85,41 @@ def check_tree(
 
 
 def _unwritten_reads(records: list[NodeRecord], state: StateInfo) -> list[Diagnostic]:
-    written = {key for r in records if r.io for key in r.io.writes}
+    writers: dict[str, set[str]] = {}
+    for record in records:
+        for key in record.io.writes if record.io else ():
+            writers.setdefault(key, set()).add(record.id)
     found = []
     for record in records:
         for key, path in record.io.reads.items() if record.io else ():
             facts = state.fields.get(key)
-            if facts is None or facts.has_default or facts.input or key in written:
+            if facts is None or facts.has_default or facts.input:
+                continue
+            by = writers.get(key, set())
+            if by - {record.id}:
                 continue
             line, col = reference_position(record, path, key)
+            if by:  # only this node writes it: its first read finds nothing
+                message = (
+                    f"{record.kind} '{record.name}' reads state key '{key}' before anything "
+                    "writes it: only this node writes it, and the field has no default"
+                )
+                code = "read-before-write"
+            else:
+                message = (
+                    f"{record.kind} '{record.name}' reads state key '{key}', which no node "
+                    "writes and which has no default"
+                )
+                code = "unwritten-read"
             found.append(
                 Diagnostic(
                     record.unit.file,
                     line,
                     col,
                     "error",
-                    f"{record.kind} '{record.name}' reads state key '{key}', which no node writes "
-                    "and which "
-                    "has no default; give it a `default`, mark it `input: true`, or write it first",
-                    "unwritten-read",
+                    message + "; give it a `default`, mark it `input: true`, or write it first",
+                    code,
+                    f"declare it as `{key}: {{type: {facts.type}, default: ...}}` under `state:`",
                 )
             )
     return found
@@ -186,7 +204,10 @@ def outcomes(records: dict[str, NodeRecord], root_id: str) -> dict[str, Outcome]
             continue
         kind = get_kind(record.kind)
         children = [result[c] for c in record.children if c in result]
-        result[record.id] = kind.outcome(record.config, children) if kind else Outcome()
+        try:
+            result[record.id] = kind.outcome(record.config, children) if kind else Outcome()
+        except NodeProblem:  # a config the analysis refused (reported there): either way
+            result[record.id] = Outcome()
     return result
 
 

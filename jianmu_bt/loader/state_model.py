@@ -116,6 +116,12 @@ def _located(decl: StateDeclaration, sub: tuple[str, ...], message: str, code: s
     return Diagnostic(decl.unit.file, line, col, "error", message, code)
 
 
+def _reported(decl: StateDeclaration) -> FieldFacts:
+    """Facts for a field whose declaration is in error (already reported): it still exists for
+    the later checks, so every reference to it is not reported again as unknown or unwritten."""
+    return FieldFacts(decl.name, decl.field.type, True, decl.field.input, False, decl)
+
+
 def build_state(
     declarations: list[StateDeclaration], tree_name: str
 ) -> tuple[StateInfo, list[Diagnostic]]:
@@ -177,6 +183,7 @@ def build_state(
                     "state-reducer",
                 )
             )
+            facts[decl.name] = _reported(decl)
             continue
         base = PY_TYPES[spec.type]
         nullable = base is not Any and (not spec.has_default or spec.default is None)
@@ -195,6 +202,7 @@ def build_state(
                         "state-default",
                     )
                 )
+                facts[decl.name] = _reported(decl)
                 continue
         if spec.reducer and spec.reducer != "replace":
             annotation = Annotated[annotation, Reducer(spec.reducer)]

@@ -2,7 +2,8 @@
 validated against the registry's file model, kept as a `Unit` (see `records`).
 
 `UnitLoader` loads the main source and every file a `subtree` includes, each once (by resolved
-path), collecting every file's diagnostics. Only regular files are read, and at most
+path), collecting every file's diagnostics; a file the model refuses is repaired (`repair`) so the
+later stages can still check the rest of it. Only regular files are read, and at most
 `MAX_FILE_BYTES` of them: `/dev/zero`, a FIFO, a directory or a symlink to one is refused
 before a byte is read, without blocking (see `read_tree_file`).
 """
@@ -19,6 +20,7 @@ from jianmu_bt.loader.diagnostics import Diagnostic
 from jianmu_bt.loader.positions import parse_yaml
 from jianmu_bt.loader.records import Unit
 from jianmu_bt.loader.registry import models
+from jianmu_bt.loader.repair import Repair, repaired_model
 from jianmu_bt.loader.schema_errors import validation_diagnostics
 
 TEXT_SOURCE = "<string>"
@@ -120,9 +122,18 @@ def display_name(path: Path) -> str:
 
 
 def parse_unit(
-    text: str, file: str, path: Path | None, base_dir: Path
+    text: str,
+    file: str,
+    path: Path | None,
+    base_dir: Path,
+    repairs: dict[str, Repair] | None = None,
 ) -> tuple[Unit | None, list[Diagnostic]]:
-    """Parse and validate one source; a Unit when it is valid, and its diagnostics."""
+    """Parse and validate one source; a Unit when it is valid, and its diagnostics.
+
+    With `repairs`, a source the model refuses still gives a Unit when it can be repaired (see
+    `repair`): its diagnostics then hold the model's errors, and `repairs[unit.key]` says what
+    was patched, so the later stages check the rest of it.
+    """
     if len(text) > MAX_FILE_BYTES:
         message = f"the text is longer than {MAX_FILE_BYTES} characters, the limit for a tree"
         return None, [Diagnostic(file, 1, 1, "error", message, "file-error")]
@@ -136,12 +147,20 @@ def parse_unit(
         message = f"a tree file is a mapping (version, name, state, tools, root, ...), got {what}"
         return None, [*problems, Diagnostic(file, 1, 1, "error", message, "not-a-tree")]
     file_model = models().file
+    repair = None
     try:
         model = file_model.model_validate(data)
     except ValidationError as exc:
-        return None, [*problems, *validation_diagnostics(exc, data, source, file_model)]
+        problems = [*problems, *validation_diagnostics(exc, data, source, file_model)]
+        if repairs is None:
+            return None, problems
+        model, repair = repaired_model(data, exc, file_model, source)
+        if model is None:
+            return None, problems
     key = str(resolved(path)) if path is not None else f"{TEXT_SOURCE}:{id(data)}"
     unit = Unit(file, path, base_dir, source, data, model, key)
+    if repair is not None and repairs is not None:
+        repairs[key] = repair
     return unit, problems
 
 
@@ -151,6 +170,7 @@ class UnitLoader:
     def __init__(self) -> None:
         self.units: dict[str, Unit | None] = {}
         self.diagnostics: list[Diagnostic] = []
+        self.repairs: dict[str, Repair] = {}  # unit key -> what was patched in a refused file
 
     def load_file(self, path: Path) -> tuple[Unit | None, LoadProblem | None]:
         """The unit of `path`, or None and why (a reason only for a file that cannot be read;
@@ -173,14 +193,14 @@ class UnitLoader:
         except OSError as exc:
             message = f"cannot read {shown}: {exc.strerror or exc}"
             return None, LoadProblem.of(message, "file-error")
-        unit, problems = parse_unit(text, shown, path, resolved(path).parent)
+        unit, problems = parse_unit(text, shown, path, resolved(path).parent, self.repairs)
         self.diagnostics.extend(problems)
         self.units[key] = unit
         return unit, None
 
     def load_text(self, text: str, file: str, base_dir: Path) -> Unit | None:
         """The unit of YAML text (its errors go to `diagnostics`)."""
-        unit, problems = parse_unit(text, file, None, base_dir)
+        unit, problems = parse_unit(text, file, None, base_dir, self.repairs)
         self.diagnostics.extend(problems)
         if unit is not None:
             self.units[unit.key] = unit

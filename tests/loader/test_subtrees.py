@@ -155,6 +155,8 @@ def test_errors_inside_an_included_file_are_reported_in_that_file(write):
 def test_conflicting_state_declarations_across_files(write):
     write("sub.yaml", "state: {n: string}\nroot: {condition: {check: 'n is None'}}\n")
     main = write("main.yaml", "state: {n: integer}\nroot: {subtree: {file: sub.yaml}}\n")
-    (diagnostic,) = validate_source(main)
+    # the conflict, and (in the same run) the read of 'n' that nothing writes
+    diagnostic, unwritten = validate_source(main)
     assert diagnostic.code == "state-conflict" and diagnostic.file.endswith("sub.yaml")
     assert "declared as integer" in diagnostic.message
+    assert unwritten.code == "unwritten-read" and unwritten.file.endswith("sub.yaml")
