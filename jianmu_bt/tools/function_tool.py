@@ -68,6 +68,10 @@ class FunctionTool(Tool):
         self.blocking = blocking
         self.idempotent = idempotent
         self._run_is_async = inspect.iscoroutinefunction(fn)
+        if self._run_is_async:
+            # The contract: `run` of an async tool is a coroutine function. Calls do not go
+            # through `run` (`_bind` calls `fn` directly), so the fast paths are unchanged.
+            self.run = self._run_async  # type: ignore[method-assign]
         # A tool with one visible parameter may be called with a bare value instead of a dict.
         visible = [n for n in self.signature.param_names if n not in self.signature.injected_names]
         self._sole_param = visible[0] if len(visible) == 1 else None
@@ -87,6 +91,10 @@ class FunctionTool(Tool):
     def run(self, *args: Any, **kwargs: Any) -> Any:
         """Call the function (the coroutine of an async function is returned, not awaited)."""
         return self.fn(*args, **kwargs)
+
+    async def _run_async(self, *args: Any, **kwargs: Any) -> Any:
+        """`run` of an async function: a coroutine function awaiting it."""
+        return await self.fn(*args, **kwargs)
 
     def _merge_args(
         self, args: Any, injected: Mapping[str, Any] | None, prefer_injected: bool
