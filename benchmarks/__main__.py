@@ -2,8 +2,8 @@
 
 Run from the repository root (`pip install -e ".[bench]"` installs the anchors). Areas, in the
 order of the table: toolset, batch, ticks, agent, fanout, startup, loader, memory, imports,
-calculator, mcp, idle, durability, runners, scaling. `python -m benchmarks.report` plots the
-headline rows (benchmarks/report.png, also written by every run) and prints their table.
+calculator, mcp, mcp_startup, idle, durability, runners, scaling. `python -m benchmarks.report`
+plots the headline rows (benchmarks/report.png, also written by every run) and prints their table.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from benchmarks import (
     bench_import,
     bench_loader,
     bench_mcp,
+    bench_mcp_startup,
     bench_memory,
     bench_runners,
     bench_runtime,
@@ -40,6 +41,7 @@ AREAS = {
     **bench_import.AREAS,
     **bench_calculator.AREAS,
     **bench_mcp.AREAS,
+    **bench_mcp_startup.AREAS,
     "idle": bench_runtime.idle,
     **bench_durability.AREAS,
     **bench_runners.AREAS,

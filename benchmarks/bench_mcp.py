@@ -59,7 +59,7 @@ async def compare(
             session = sdk.session
             await session.list_tools()
             result = await tools.call("add", ARGS)
-            assert result.ok and result.output == "3", result
+            assert result.ok and result.output == 3, result  # typed: an outputSchema
             return await ainterleave(
                 {
                     "ours": aper_call(lambda: tools.call("add", ARGS), 1),

@@ -27,6 +27,15 @@ def short_value(value: Any, limit: int = VALUE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def progress_text(data: dict[str, Any]) -> str:
+    """`3/10 (30%): message` for a `tool.progress` event's data (`3` when the total is unknown)."""
+    done, total, message = data.get("progress"), data.get("total"), data.get("message")
+    text = f"{done:g}" if isinstance(done, int | float) else str(done)
+    if isinstance(total, int | float) and isinstance(done, int | float) and total > 0:
+        text += f"/{total:g} ({100 * done / total:.0f}%)"
+    return f"{text}: {short_value(message)}" if message else text
+
+
 def describe_event(event: Any) -> str | None:
     """One line for a tool, guard or LLM event; None for events a person need not see."""
     data, who = event.data, event.node or "?"
@@ -35,6 +44,8 @@ def describe_event(event: Any) -> str | None:
         return f"{who}: {tool} -> {short_value(data.get('output'))}"
     if event.type == "tool.call.failed":
         return f"{who}: {tool} failed: {short_value(data.get('error'))}"
+    if event.type == "tool.progress":
+        return f"{who}: {tool} {progress_text(data)}"
     if event.type == "tool.call.retry":
         return f"{who}: retrying {tool} (attempt {data.get('attempt')})"
     if event.type == "guard.decision":
@@ -68,6 +79,8 @@ class ActivityLog:
                 self._refused.add(call_id)
         elif event.type == "tool.call.failed" and call_id in self._refused:
             return  # the refusal, already told by its guard line
+        elif event.type == "tool.progress":
+            return  # live news (`--watch`, the trace), not part of the summary
         elif event.type in ("tool.call.completed", "tool.call.failed", "llm.response"):
             self.counts[event.type] += 1
         line = describe_event(event)

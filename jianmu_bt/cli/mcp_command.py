@@ -31,7 +31,7 @@ Needs the MCP SDK: pip install 'jianmu-bt[mcp]'.
 
 def add_parser(commands: Any) -> None:
     """Register `mcp serve` on the top-level subparsers."""
-    from jianmu_bt.mcp.serve_options import add_serve_arguments
+    from jianmu_bt.mcp.serve_options import add_serve_arguments, add_tree_serve_arguments
 
     parser = commands.add_parser("mcp", help=HELP, description=HELP)
     actions = parser.add_subparsers(dest="mcp_command", metavar="ACTION", required=True)
@@ -49,6 +49,7 @@ def add_parser(commands: Any) -> None:
         metavar="FILE",
         help="serve the tools of this YAML tree file under its guard (instead of --tools)",
     )
+    add_tree_serve_arguments(serve)  # --run-tool, --store, --traces (see jianmu_bt.cli.mcp_tree)
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -88,8 +89,8 @@ async def serve_tree(args: argparse.Namespace, tree: Tree) -> None:
     checked by the tree's guard and counted by it (budgets and rate limits); a call the guard
     would hold for a reviewer or the user's confirmation is refused, saying so.
     """
+    from jianmu_bt.cli.mcp_tree import ServedTree
     from jianmu_bt.mcp.cli import serve_from_args
-    from jianmu_bt.mcp.guarded import EnforcerGuard
 
     session = tree.providers
     try:
@@ -98,7 +99,10 @@ async def serve_tree(args: argparse.Namespace, tree: Tree) -> None:
                 await session.open()
             except Exception as exc:  # ProviderStartError: which provider, and why
                 raise CLIError(f"{args.tree}: cannot start the tree's tools: {exc}") from None
-        guard = EnforcerGuard(tree.guard) if tree.guard is not None else None
-        await serve_from_args(args, tree.toolset, guard)
+        served = ServedTree(args, tree)  # its tools (and run tool), guard, resources, prompts
+        try:
+            await serve_from_args(args, served.toolset, served.guard, served.extras)
+        finally:
+            await served.aclose()
     finally:
         await session.close()

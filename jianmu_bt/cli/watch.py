@@ -62,6 +62,7 @@ class WatchView:
         self._last_draw = float("-inf")
         self._drawn_lines = 0
         self._activity: deque[str] = deque(maxlen=ACTIVITY_LINES)
+        self._progress_of: Any = None  # the call whose progress is the last activity line
 
     def __call__(self, event: Any) -> None:
         if event.type == "node.status":
@@ -74,7 +75,13 @@ class WatchView:
         line = describe_event(event)
         if line is not None:
             if self.live:
+                progress = event.type == "tool.progress"
+                if progress and self._progress_of == event.data.get("call_id") and self._activity:
+                    self._activity.pop()  # a call's latest progress replaces its previous one
+                self._progress_of = event.data.get("call_id") if progress else None
                 self._activity.append(line)
+                if progress and self.clock() - self._last_draw >= self.interval:
+                    self.draw()  # no tick comes while a call runs: show its progress now
             else:
                 self._write([f"  > {line}"])
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
@@ -33,13 +34,22 @@ class ProviderStartError(RuntimeError):
 
 
 class ProviderSession:
-    """Starts the tree's providers, rebinds nodes to their tools, and closes them."""
+    """Starts the tree's providers, rebinds nodes to their tools, and closes them.
+
+    The providers start side by side (a tree with four MCP servers waits for the slowest, not
+    for the sum), all or nothing: the first failure cancels the others' starts and closes every
+    provider. A provider that announces a changed tool list (an MCP server's
+    `notifications/tools/list_changed`) is refreshed in the background; the nodes get the new
+    tools at the start of the next tick (`apply_changes`), never during one.
+    """
 
     def __init__(self, catalog: ToolCatalog, bindings: list[Binding]) -> None:
         self.catalog = catalog
         self.bindings = bindings
         self.toolset: ToolSet | None = None
         self._opened: list[Any] = []
+        self._unsubscribe: list[Callable[[], None]] = []
+        self._changed = threading.Event()
 
     @property
     def needed(self) -> bool:
@@ -52,31 +62,72 @@ class ProviderSession:
         return self.toolset is not None
 
     async def open(self) -> None:
-        """Start every provider, then give each bound node its tools; all or nothing."""
-        from jianmu_bt.mcp.provider import merge_providers_tools, provider_label
+        """Start every provider (concurrently), then give each bound node its tools; all or
+        nothing."""
+        from jianmu_bt.mcp.provider import provider_label
 
-        for provider in self.catalog.providers:
+        providers = list(self.catalog.providers)
+        failures: dict[int, BaseException] = {}
+        started: list[Any] = []
+
+        async def start(index: int, provider: Any) -> None:
             try:
                 await provider.initialize()
-            except BaseException as exc:
-                await self.close()
-                if not isinstance(exc, Exception):
-                    raise
-                raise ProviderStartError(
-                    f"{provider_label(provider)} could not start: {type(exc).__name__}: {exc}"
-                ) from exc
-            self._opened.append(provider)
+            except Exception as exc:
+                failures[index] = exc
+                tasks.cancel_scope.cancel()  # all or nothing: stop waiting for the others
+            else:
+                started.append(provider)
+
         try:
-            tools = merge_providers_tools(
-                self.catalog.providers, extra=self.catalog.toolset().tools
-            )
-            full = ToolSet.from_tools(tools)
-            for binding in self.bindings:
-                binding.apply(self._pick(full, binding))
+            async with anyio.create_task_group() as tasks:
+                for index, provider in enumerate(providers):
+                    tasks.start_soon(start, index, provider)
+        finally:
+            # Any provider may have spawned something, started or not: unless all started,
+            # close them all (closing one that never started costs nothing).
+            self._opened = providers
+            if failures or len(started) != len(providers):
+                await self.close()
+        if failures:
+            index, exc = min(failures.items(), key=lambda item: item[0])
+            raise ProviderStartError(
+                f"{provider_label(providers[index])} could not start: {type(exc).__name__}: {exc}"
+            ) from exc
+        try:
+            full = self._bind_all()
         except Exception as exc:
             await self.close()
             raise ProviderStartError(str(exc)) from exc
         self.toolset = full
+        for provider in providers:
+            listen = getattr(provider, "on_tools_changed", None)
+            if callable(listen):
+                self._unsubscribe.append(listen(lambda _provider: self._changed.set()))
+
+    def _bind_all(self) -> ToolSet:
+        """Every provider's tools with the catalog's, given to each bound node."""
+        from jianmu_bt.mcp.provider import merge_providers_tools
+
+        tools = merge_providers_tools(self.catalog.providers, extra=self.catalog.toolset().tools)
+        full = ToolSet.from_tools(tools)
+        for binding in self.bindings:
+            binding.apply(self._pick(full, binding))
+        return full
+
+    def apply_changes(self) -> bool:
+        """Give the nodes the tools of providers that changed since the last call (call it
+        between ticks); True when something was applied. A change that no longer fits the
+        tree (a node's tool went away, a name clash) is logged and the nodes keep their tools."""
+        if not self._changed.is_set() or self.toolset is None:
+            return False
+        self._changed.clear()
+        try:
+            self.toolset = self._bind_all()
+        except Exception as exc:
+            logger.warning("the tools of a provider changed but cannot be used: %s", exc)
+            return False
+        return True
 
     @staticmethod
     def _pick(full: ToolSet, binding: Binding) -> ToolSet:
@@ -89,14 +140,23 @@ class ProviderSession:
 
     async def close(self) -> None:
         """Close the providers that were started (errors are logged, never raised)."""
+        for unsubscribe in self._unsubscribe:
+            unsubscribe()
+        self._unsubscribe = []
         opened, self._opened = self._opened, []
         self.toolset = None
+
+        async def close_one(provider: Any) -> None:
+            try:
+                await provider.close()
+            except Exception:
+                logger.exception("closing tool provider %r failed", provider)
+
+        # Side by side: each may wait out its server's grace period.
         with anyio.move_on_after(CLOSE_TIMEOUT, shield=True):
-            for provider in reversed(opened):
-                try:
-                    await provider.close()
-                except Exception:
-                    logger.exception("closing tool provider %r failed", provider)
+            async with anyio.create_task_group() as tasks:
+                for provider in reversed(opened):
+                    tasks.start_soon(close_one, provider)
 
 
 class LoadedRunner(TreeRunner):
@@ -147,6 +207,11 @@ class LoadedRunner(TreeRunner):
         for item in self.owned:
             with contextlib.suppress(Exception):
                 await item.aclose()
+
+    def _tick_once(self) -> Status:
+        # Between ticks: the nodes take up tools a provider announced as changed.
+        self.session.apply_changes()
+        return super()._tick_once()
 
     def tick(self) -> Status:
         """One tick (see TreeRunner.tick); the first one starts the providers."""

@@ -6,7 +6,8 @@ raises MCPUnavailableError with the install command when it is missing.
 
 - `MCPClient`: one server over stdio (`command`) or streamable HTTP (`url`), with timeouts.
 - `MCPToolProvider` / `MCPTool`: a server's tools as Tools; `merge_providers_tools` refuses clashes.
-- `build_mcp_server` / `serve`: a ToolSet as an MCP server; `python -m jianmu_bt.mcp serve`.
+- `build_mcp_server` / `serve`: a ToolSet as an MCP server; `python -m jianmu_bt.mcp serve`;
+  `ServedTools`: served tools that may change (clients hear `tools/list_changed`).
 - `EnforcerGuard`: a tree's GuardEnforcer over served calls (checked and counted).
 
 Each name is imported from its module on first use (`jianmu_bt._lazy`): the loader reading
@@ -54,9 +55,12 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from jianmu_bt.mcp.serve_options import add_serve_arguments as add_serve_arguments
     from jianmu_bt.mcp.server import (
         Guard as Guard,
+        ServerPart as ServerPart,
+        announce as announce,
         build_mcp_server as build_mcp_server,
         serve as serve,
     )
+    from jianmu_bt.mcp.server_tools import ServedTools as ServedTools
 
 
 __getattr__, __dir__ = lazy_exports(__name__, globals())

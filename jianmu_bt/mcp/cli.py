@@ -27,6 +27,7 @@ from jianmu_bt.mcp.errors import MCPUnavailableError
 from jianmu_bt.mcp.serve_options import add_serve_arguments
 from jianmu_bt.mcp.server import (
     AnyGuard,
+    ServerPart,
     announce,
     serve as serve_toolset,
 )
@@ -101,10 +102,14 @@ def load_toolset(specs: Sequence[str]) -> ToolSet:
 
 
 async def serve_from_args(
-    args: argparse.Namespace, toolset: ToolSet | None = None, guard: AnyGuard | None = None
+    args: argparse.Namespace,
+    toolset: ToolSet | None = None,
+    guard: AnyGuard | None = None,
+    extras: Sequence[ServerPart] = (),
 ) -> None:
     """Serve what the parsed `serve` options describe, or `toolset` when one is given (for
-    example the tools of a YAML tree; `--tools` is then ignored), refusing what `guard` refuses.
+    example the tools of a YAML tree; `--tools` is then ignored), refusing what `guard` refuses;
+    `extras` add resources and prompts (see `build_mcp_server`).
 
     Prints where it listens to stderr once ready (stdout carries MCP over stdio).
     """
@@ -125,6 +130,7 @@ async def serve_from_args(
         timeout=args.timeout,
         guard=guard,
         on_ready=announce(toolset),
+        extras=extras,
     )
 
 

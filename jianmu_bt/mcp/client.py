@@ -18,9 +18,10 @@ The background task needs asyncio (anyio's default backend).
 from __future__ import annotations
 
 import functools
+import math
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import IO, TYPE_CHECKING, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 
@@ -33,13 +34,14 @@ from jianmu_bt.mcp.errors import (
     MCPTimeoutError,
     require_mcp,
 )
+from jianmu_bt.mcp.faults import connect_fault, request_fault
+from jianmu_bt.mcp.notices import Listener, Listeners, is_tools_changed
+from jianmu_bt.mcp.roots import roots_callback
 from jianmu_bt.mcp.stdio import StderrTail
-from jianmu_bt.mcp.transports import open_transport
+from jianmu_bt.mcp.transports import looks_like_legacy_sse, open_transport
 
 if TYPE_CHECKING:
-    from mcp import MCPError
     from mcp_types import CallToolResult, Implementation, Tool as MCPToolSpec
-    from pydantic import ValidationError
 
 #: Extra seconds past a request's timeout before our own bound cancels it, in case the SDK's
 #: timeout cannot fire (for example a transport stuck before the request was written).
@@ -49,29 +51,10 @@ STDERR_TAIL_CHARS = 1500
 #: Upper bound on `tools/list` pages, so a server that paginates forever cannot hang `list_tools`.
 MAX_LIST_PAGES = 100
 
-# JSON-RPC error codes the SDK uses for its own failures (mcp_types constants).
-_REQUEST_TIMEOUT = -32001
-_CONNECTION_CLOSED = -32000
-
 _Result = TypeVar("_Result")
 
-
-@functools.cache
-def _sdk_error_types() -> tuple[type[MCPError], type[ValidationError]]:
-    """The SDK's MCPError and pydantic's ValidationError, imported once (the SDK is optional)."""
-    from mcp import MCPError
-    from pydantic import ValidationError
-
-    return MCPError, ValidationError
-
-
-def _first_problem(exc: ValidationError) -> str:
-    """`where: what` for the first problem of a malformed result."""
-    errors = exc.errors()
-    if not errors:
-        return f"result: {exc}"
-    where = ".".join(str(part) for part in errors[0]["loc"])
-    return f"{where or 'result'}: {errors[0]['msg']}"
+ProgressCallback = Callable[[float, "float | None", "str | None"], None]
+"""Receives `(progress, total, message)` of a call's progress notifications."""
 
 
 class MCPClient:
@@ -108,8 +91,16 @@ class MCPClient:
         errlog: IO[Any] | None = None,
         stderr_limit: int = defaults.DEFAULT_STDERR_LIMIT,
         stop_grace: float = defaults.DEFAULT_STOP_GRACE,
+        progress_resets_timeout: bool = False,
+        roots: Sequence[str | os.PathLike[str]] | None = None,
+        transport: Literal["stdio", "http", "sse"] | None = None,
     ) -> None:
+        # `transport` is given only when chosen: by default it follows from `command` / `url`.
+        chosen: dict[str, Any] = {"transport": transport} if transport is not None else {}
         config = MCPServerConfig(
+            **chosen,
+            progress_resets_timeout=progress_resets_timeout,
+            roots=[os.fspath(root) for root in roots] if roots is not None else None,
             name=name,
             command=command,
             args=list(args),
@@ -133,6 +124,9 @@ class MCPClient:
         self._server_info: Implementation | None = None
         self._lock: anyio.Lock | None = None
         self._closed = False
+        self._tools_changed = Listeners("tools-changed")
+        # Checked now, so a bad root is an error at construction, not on the server's ask.
+        self._list_roots = roots_callback(config.roots) if config.roots else None
 
     @classmethod
     def from_config(
@@ -227,9 +221,19 @@ class MCPClient:
         )
 
     async def call_tool(
-        self, name: str, arguments: Mapping[str, Any] | None = None, *, timeout: float | None = None
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressCallback | None = None,
     ) -> CallToolResult:
         """Call a tool by its name on the server and return the SDK's CallToolResult.
+
+        The request carries a progress token: the server's progress notifications go to
+        `progress(progress, total, message)` (called in the connection's task). With the
+        config's `progress_resets_timeout`, each notification restarts `timeout`, which then
+        bounds the silence between two signs of life rather than the whole call.
 
         A tool's own failure is a result with `is_error` set, not an exception. Faults raise:
         MCPTimeoutError (no answer within `timeout`, default the client's), MCPConnectionError
@@ -240,10 +244,29 @@ class MCPClient:
         limit = timeout if timeout is not None else self.config.timeout
         args = dict(arguments) if arguments is not None else None
         what = f"tools/call '{name}'"
+        idle: anyio.CancelScope | None = None
+        if self.config.progress_resets_timeout:
+            idle = anyio.CancelScope(deadline=anyio.current_time() + limit)
+
+        report = progress
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            if idle is not None:  # a sign of life: the silence allowed starts again
+                idle.deadline = anyio.current_time() + limit
+            if report is not None:
+                report(progress, total, message)
+
         send = functools.partial(
-            conn.require_session().call_tool, name, args, read_timeout_seconds=limit
+            # The SDK client's call (not the bare session's) answers a 2026-07-28 server's
+            # input-required rounds (its roots/list asks) and re-lists on a header mismatch.
+            conn.require_client().call_tool,
+            name,
+            args,
+            # With an idle deadline of our own, the SDK's fixed one must not cut the call short.
+            read_timeout_seconds=math.inf if idle is not None else limit,
+            progress_callback=on_progress,
         )
-        result = await self._request(conn, what, send, limit)
+        result = await self._request(conn, what, send, limit, idle=idle, sdk_timeout=True)
         from mcp_types import CallToolResult
 
         if not isinstance(result, CallToolResult):  # the SDK raises for the other kinds today
@@ -259,47 +282,30 @@ class MCPClient:
         what: str,
         send: Callable[[], Awaitable[_Result]],
         timeout: float | None,
+        *,
+        idle: anyio.CancelScope | None = None,
+        sdk_timeout: bool = False,
     ) -> _Result:
-        """Run one request with a timeout, translating every fault into an MCPClientError."""
-        MCPError, ValidationError = _sdk_error_types()
+        """Run one request with a timeout, translating every fault into an MCPClientError.
+
+        `sdk_timeout`: the SDK bounds this request itself (with `timeout`), and our own bound
+        is only a backstop a little later; otherwise our bound is the timeout. `idle`, when
+        given, is the request's own deadline (moved on by progress notifications) instead."""
         limit = self.config.timeout if timeout is None else timeout
         try:
-            with anyio.fail_after(limit + BACKSTOP_SECONDS):
+            if idle is None:
+                with anyio.fail_after(limit + (BACKSTOP_SECONDS if sdk_timeout else 0)):
+                    return await send()
+            with idle:
                 return await send()
-        except MCPError as exc:
-            if exc.code == _REQUEST_TIMEOUT:
-                raise MCPTimeoutError(
-                    f"MCP server '{self.name}' did not answer {what} within {limit}s"
-                ) from None
-            if exc.code == _CONNECTION_CLOSED:
-                conn.lost = True
-                raise MCPConnectionError(
-                    f"MCP server '{self.name}' closed the connection during {what} (the server "
-                    f"process may have exited){self.stderr_note()}"
-                ) from None
-            raise MCPClientError(
-                f"MCP server '{self.name}' rejected {what}: {exc.message} "
-                f"(JSON-RPC error {exc.code})"
-            ) from None
-        except TimeoutError:
-            raise MCPTimeoutError(
-                f"MCP server '{self.name}' did not answer {what} within {limit}s"
-            ) from None
-        except ValidationError as exc:
-            raise MCPClientError(
-                f"MCP server '{self.name}' returned a malformed result for {what}: "
-                f"{_first_problem(exc)}"
-            ) from None
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-            conn.lost = True
-            raise MCPConnectionError(
-                f"lost the connection to MCP server '{self.name}' during {what}: "
-                f"{type(exc).__name__}: {exc}{self.stderr_note()}"
-            ) from None
         except Exception as exc:
-            raise MCPClientError(
-                f"MCP server '{self.name}' failed {what}: {type(exc).__name__}: {exc}"
-            ) from None
+            error, lost = request_fault(exc, self.name, what, limit, self.stderr_note())
+            if lost:
+                conn.lost = True
+            raise error from None
+        raise MCPTimeoutError(  # only the idle deadline ends a request without an outcome
+            f"MCP server '{self.name}' did not answer {what} and sent no progress for {limit}s"
+        )
 
     # -- connection management -------------------------------------------------------------
 
@@ -327,6 +333,11 @@ class MCPClient:
                 await fresh.open(self.config.connect_timeout)
             except MCPClientError as exc:
                 self._stderr.clear()  # its tail is in the message; the next attempt starts afresh
+                if self.config.transport == "http" and await looks_like_legacy_sse(self.config):
+                    raise MCPConnectionError(
+                        f"MCP server '{self.name}' ({self.config.url}) speaks the legacy "
+                        "HTTP+SSE transport; set transport: sse"
+                    ) from exc
                 if reconnecting:
                     raise MCPConnectionError(
                         f"MCP server '{self.name}' went away and could not be restarted: {exc}"
@@ -337,32 +348,41 @@ class MCPClient:
             self.reconnects += reconnecting
             return fresh
 
-    def make_transport(self) -> Any:
-        """The transport (an async context manager yielding the stream pair) for the config."""
-        return open_transport(self.config, self._stderr, self._user_errlog)
+    def make_transport(self, abrupt: Callable[[], bool] | None = None) -> Any:
+        """The transport (an async context manager yielding the stream pair) for the config;
+        `abrupt()` true at close ends a stdio server without a grace period."""
+        return open_transport(self.config, self._stderr, self._user_errlog, abrupt)
+
+    # -- what the server may send --------------------------------------------------------
+
+    def on_tools_changed(self, listener: Listener) -> Callable[[], None]:
+        """Await `listener()` whenever the server says its tool list changed
+        (`notifications/tools/list_changed`); returns a function that removes it."""
+        return self._tools_changed.add(listener)
+
+    def client_callbacks(self) -> dict[str, Any]:
+        """The SDK `Client`'s callbacks: notifications, and roots when the config has some.
+
+        Sampling and elicitation are not declared, so a server asking for them anyway gets
+        the SDK's "not supported" error and the call goes on without them.
+        """
+        callbacks: dict[str, Any] = {"message_handler": self._on_message}
+        if self._list_roots is not None:
+            callbacks["list_roots_callback"] = self._list_roots
+        return callbacks
+
+    async def tools_may_have_changed(self) -> None:
+        """Tell the tool-change listeners, as a `tools/list_changed` notice would."""
+        await self._tools_changed.notify(self.name)
+
+    async def _on_message(self, message: Any) -> None:
+        if is_tools_changed(message):
+            await self.tools_may_have_changed()
 
     def connect_error(self, exc: BaseException) -> MCPClientError:
         """A clear MCPClientError for a failure while connecting."""
         where = f"MCP server '{self.name}' ({self.config.describe()})"
-        if isinstance(exc, MCPClientError):
-            return exc
-        if isinstance(exc, FileNotFoundError):
-            return MCPConnectionError(f"cannot start {where}: command not found")
-        if isinstance(exc, PermissionError):
-            return MCPConnectionError(f"cannot start {where}: permission denied")
-        code = getattr(exc, "code", None)
-        if code == _CONNECTION_CLOSED:
-            return MCPConnectionError(
-                f"{where} closed the connection before the MCP handshake finished (did the "
-                f"server process exit?){self.stderr_note()}"
-            )
-        if code == _REQUEST_TIMEOUT:
-            return MCPTimeoutError(
-                f"{where} did not answer the MCP handshake in time{self.stderr_note()}"
-            )
-        return MCPConnectionError(
-            f"cannot connect to {where}: {type(exc).__name__}: {exc}{self.stderr_note()}"
-        )
+        return connect_fault(exc, where, self.stderr_note())
 
     def __repr__(self) -> str:
         state = "connected" if self.connected else "closed" if self._closed else "not connected"

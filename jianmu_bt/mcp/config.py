@@ -31,6 +31,7 @@ class MCPServerConfig(BaseModel):
 
     | field             | meaning                                                               |
     |-------------------|-----------------------------------------------------------------------|
+    | `transport`       | `stdio` (a command), `http` (streamable HTTP) or `sse` (legacy) a URL |
     | `name`            | the server's name in messages and clash errors (default: derived)     |
     | `command`, `args` | the program that runs the server over stdio                           |
     | `env`, `cwd`      | extra environment (over a minimal safe one) and working directory     |
@@ -41,10 +42,17 @@ class MCPServerConfig(BaseModel):
     | `connect_timeout` | seconds starting the server and the handshake may take                |
     | `stderr_limit`    | bytes of a stdio server's stderr kept in memory (the latest ones)     |
     | `stop_grace`      | seconds a stdio server gets to exit on close, and again after SIGTERM |
+    | `progress_resets_timeout` | a progress notification restarts the call's `timeout` (idle) |
+    | `roots`           | directories offered to the server as roots (`roots/list`)           |
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    transport: Literal["stdio", "http", "sse"] = Field(
+        default="stdio",
+        description="`stdio` for a command; `http` (streamable HTTP, the default for a URL) or "
+        "`sse` (the legacy HTTP+SSE transport) for a URL",
+    )
     name: str | None = None
     command: str | None = None
     args: list[str] = Field(default_factory=list)
@@ -58,11 +66,26 @@ class MCPServerConfig(BaseModel):
     connect_timeout: float = Field(default=DEFAULT_CONNECT_TIMEOUT, gt=0)
     stderr_limit: int = Field(default=DEFAULT_STDERR_LIMIT, ge=1024, le=64 * 1024 * 1024)
     stop_grace: float = Field(default=DEFAULT_STOP_GRACE, ge=0, le=60)
+    progress_resets_timeout: bool = False
+    roots: list[str] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_transport(cls, data: Any) -> Any:
+        # The transport follows from `command` / `url` unless it is given.
+        if isinstance(data, Mapping) and data.get("transport") is None:
+            data = {**data, "transport": "http" if data.get("url") is not None else "stdio"}
+        return data
 
     @model_validator(mode="after")
     def _one_transport(self) -> MCPServerConfig:
         if (self.command is None) == (self.url is None):
             raise ValueError("an MCP server needs exactly one of `command` (stdio) or `url` (HTTP)")
+        if (self.transport == "stdio") != (self.command is not None):
+            raise ValueError(
+                f"`transport: {self.transport}` does not fit "
+                + ("`command` (that is stdio)" if self.command else "`url` (use http or sse)")
+            )
         if self.command is not None:
             if not self.command.strip():
                 raise ValueError("`command` is empty")
@@ -75,11 +98,6 @@ class MCPServerConfig(BaseModel):
             if self.args or self.env or self.cwd:
                 raise ValueError("`args`, `env` and `cwd` apply to `command`, not to an HTTP `url`")
         return self
-
-    @property
-    def transport(self) -> Literal["stdio", "http"]:
-        """`stdio` for a command, `http` for a URL."""
-        return "stdio" if self.command is not None else "http"
 
     @property
     def label(self) -> str:
@@ -100,6 +118,18 @@ class MCPServerConfig(BaseModel):
     def coerce(cls, value: MCPServerConfig | Mapping[str, Any]) -> MCPServerConfig:
         """A config from a config or a mapping (validated)."""
         return value if isinstance(value, cls) else cls.model_validate(dict(value))
+
+    def with_roots_from(
+        self, base_dir: str | os.PathLike[str], workspace: str | os.PathLike[str] | None
+    ) -> MCPServerConfig:
+        """This config as a tree file uses it: relative `roots` taken from `base_dir` (the
+        file's folder), and the tree's `workspace` as the root when `roots` is not given
+        (`roots: []` offers none)."""
+        if self.roots is None:
+            roots = [os.fspath(workspace)] if workspace is not None else None
+        else:
+            roots = [os.path.join(base_dir, os.path.expanduser(root)) for root in self.roots]
+        return self.model_copy(update={"roots": roots})
 
     def client_options(self) -> dict[str, Any]:
         """The fields an MCPClient takes (all but the provider's `prefix` and `include`)."""

@@ -9,6 +9,7 @@ transport's read stream is watched, so the connection knows when a stdio server'
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Protocol
@@ -20,12 +21,16 @@ from jianmu_bt.mcp.config import MCPServerConfig
 from jianmu_bt.mcp.errors import MCPClientError, MCPConnectionError, MCPTimeoutError
 
 if TYPE_CHECKING:
-    from mcp import ClientSession
+    from mcp import Client, ClientSession
     from mcp_types import Implementation
+
+logger = logging.getLogger(__name__)
 
 #: Longest wait for a connection to wind down (stdio: close stdin, a grace period, SIGTERM to the
 #: server's process group, another grace period, SIGKILL); beyond it the task is cancelled.
 CLOSE_TIMEOUT = 10.0
+#: Seconds before a tool-change listen stream that ended is opened again.
+RELISTEN_DELAY = 1.0
 
 
 class EndWatchingStream:
@@ -77,6 +82,16 @@ async def watched(transport: Any, on_end: Callable[[], None]) -> AsyncIterator[t
         yield EndWatchingStream(read_stream, on_end), write_stream
 
 
+def listens_for_tool_changes(client: Any) -> bool:
+    """Whether `client` (connected) must open a listen stream to hear of tool-list changes:
+    the server says it sends them, and the protocol (2026-07-28 on) carries them only there."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    tools = getattr(client.server_capabilities, "tools", None)
+    changes = bool(tools is not None and tools.list_changed)
+    return changes and client.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
 def root_cause(exc: BaseException) -> BaseException:
     """The first leaf of (possibly nested) exception groups, for a readable message."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
@@ -102,8 +117,17 @@ class ConnectionOwner(Protocol):
         """How the protocol version is negotiated ("auto" or "legacy")."""
         ...
 
-    def make_transport(self) -> Any:
-        """A fresh SDK transport (an async context manager yielding the stream pair)."""
+    def make_transport(self, abrupt: Callable[[], bool] | None = None) -> Any:
+        """A fresh SDK transport (an async context manager yielding the stream pair); when
+        `abrupt()` is true as it closes, the server is ended without a grace period."""
+        ...
+
+    def client_callbacks(self) -> dict[str, Any]:
+        """Keyword arguments for the SDK `Client`: its notification and request callbacks."""
+        ...
+
+    async def tools_may_have_changed(self) -> None:
+        """Tell the tool-change listeners (a notice may have been missed)."""
         ...
 
     def stderr_note(self) -> str:
@@ -121,6 +145,8 @@ class Connection:
     def __init__(self, owner: ConnectionOwner) -> None:
         self.owner = owner
         self.session: ClientSession | None = None
+        #: The SDK `Client` of this connection (its calls drive input-required rounds).
+        self.client: Client | None = None
         self.server_info: Implementation | None = None
         self.lost = False
         self.error: BaseException | None = None
@@ -133,6 +159,12 @@ class Connection:
     def usable(self) -> bool:
         """True while the handshake is done and the server has not gone away."""
         return self.session is not None and not self.lost
+
+    def require_client(self) -> Client:
+        """The SDK client of this open connection (MCPConnectionError once it is gone)."""
+        if self.client is None:
+            raise MCPConnectionError(f"MCP server '{self.owner.name}' is not connected")
+        return self.client
 
     def require_session(self) -> ClientSession:
         """The SDK session of this open connection (MCPConnectionError once it is gone)."""
@@ -180,22 +212,61 @@ class Connection:
             from mcp_types import Implementation
 
             client = Client(
-                watched(self.owner.make_transport(), self._mark_lost),
-                read_timeout_seconds=self.owner.config.timeout,
+                # Until the handshake is done there is nothing to wind down: a server that
+                # missed `connect_timeout` is ended at once, not given a grace period more.
+                watched(self.owner.make_transport(lambda: self.session is None), self._mark_lost),
+                # No default: the handshake is bounded by `connect_timeout` (a slow-starting
+                # server must not fail it by `timeout`), every later request by its own bound.
+                read_timeout_seconds=None,
                 mode=self.owner.mode,
                 cache=None,
                 client_info=Implementation(name="jianmu_bt", version=__version__),
+                **self.owner.client_callbacks(),
             )
-            async with client:
+            async with client, anyio.create_task_group() as tasks:
                 self.session = client.session
+                self.client = client
                 self.server_info = client.server_info
+                if listens_for_tool_changes(client):
+                    tasks.start_soon(self._listen, client)
                 self._ready.set()
                 await self._stop.wait()
+                tasks.cancel_scope.cancel()
         except Exception as exc:  # reported by `open`, or by the next call as a lost connection
             self.error = root_cause(exc)
         finally:
             self.lost = True
             self._ready.set()
+
+    async def _listen(self, client: Any) -> None:
+        """Keep a `subscriptions/listen` stream for tool-list changes open (2026-07-28 servers
+        send `notifications/tools/list_changed` only on one); the notifications it carries
+        reach the client's message handler, so the events themselves are only drained.
+
+        A stream the server never acknowledges (no support) is given up, with a log line. One
+        that ends later (an idle HTTP stream timing out, the server closing it) is opened
+        again after RELISTEN_DELAY, and the tools are listed again: changes are not replayed.
+        """
+        while True:
+            acknowledged = False
+            try:
+                async with client.listen(tools_list_changed=True) as subscription:
+                    acknowledged = True
+                    async for _event in subscription:
+                        pass
+            except Exception as exc:
+                if not acknowledged:  # the tools just stay as listed; calls are unaffected
+                    logger.info(
+                        "MCP server '%s': no tool-change notifications (%s: %s)",
+                        self.owner.name,
+                        type(exc).__name__,
+                        exc,
+                    )
+                    return
+            await anyio.sleep(RELISTEN_DELAY)
+            if not self.usable:  # the server went away: the next call reconnects, not this
+                return
+            await self.owner.tools_may_have_changed()
 
     async def shutdown(self) -> None:
         """End the connection (and a stdio server's process); bounded, shielded from cancel."""

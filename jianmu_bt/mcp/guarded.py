@@ -62,10 +62,15 @@ class ServedCallGuard(Protocol):
 
 
 class EnforcerGuard:
-    """A `GuardEnforcer` applied to served calls (see the module docstring)."""
+    """A `GuardEnforcer` applied to served calls (see the module docstring).
 
-    def __init__(self, enforcer: GuardEnforcer) -> None:
+    `exempt` names tools the guard neither checks nor counts: a tool that runs the whole tree
+    (`jianmu mcp serve --tree --run-tool`), whose calls inside are guarded by the run itself.
+    """
+
+    def __init__(self, enforcer: GuardEnforcer, exempt: tuple[str, ...] = ()) -> None:
         self.enforcer = enforcer
+        self.exempt = frozenset(name.lower() for name in exempt)
         self._running: dict[int, tuple[str, tuple[str, ...]]] = {}
 
     @property
@@ -85,6 +90,8 @@ class EnforcerGuard:
         """None (and the call counts as running) when the guard allows it; else the reason."""
         # Without an id: served request ids repeat across clients, and a refused call must not
         # leave an approval request behind that nobody will ever answer.
+        if call.name.lower() in self.exempt:
+            return None
         probe = ToolCall(name=call.name, arguments=call.arguments, id=None)
         verdicts = self.enforcer.policy_verdicts(probe, tool, self._plan())
         verdict = self.enforcer.decide(probe, tool, [_cannot_wait(v) for v in verdicts])
@@ -95,6 +102,8 @@ class EnforcerGuard:
 
     def record(self, call: ToolCall, tool: Tool, ok: bool | None) -> None:
         """Count the ended call (effects when it succeeded or its outcome is unknown)."""
+        if call.name.lower() in self.exempt:
+            return
         self._running.pop(id(call), None)
         self.enforcer.record(call, tool, True if ok is None else ok)
 

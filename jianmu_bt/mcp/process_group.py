@@ -97,14 +97,16 @@ class ProcessGroup:
             return True
         return False
 
-    async def terminate(self) -> None:
-        """SIGTERM the group, wait up to `term_grace` seconds, SIGKILL what is left.
+    async def terminate(self, grace: float | None = None) -> None:
+        """SIGTERM the group, wait up to `grace` (default `term_grace`) seconds, SIGKILL what
+        is left.
 
         Shielded from cancellation and bounded in time (about `term_grace` + KILL_WAIT seconds
         at most), so a cancelled caller can neither leak the group nor hang on it.
         """
         if self.ended or self.gone:
             return
+        grace = self.term_grace if grace is None else grace
         if self._ending is not None:
             with anyio.CancelScope(shield=True), anyio.move_on_after(self.term_grace + KILL_WAIT):
                 await self._ending.wait()
@@ -115,7 +117,7 @@ class ProcessGroup:
                 if not signal_group(self.pgid, signal.SIGTERM):
                     self.gone = True
                     return
-                dead = await self._wait_dead(self.term_grace)
+                dead = await self._wait_dead(grace)
                 # Zombies only (or nothing) left when `dead`: a SIGKILL costs nothing then, and
                 # covers a /proc that could not tell.
                 if not self.gone and not signal_group(self.pgid, signal.SIGKILL):

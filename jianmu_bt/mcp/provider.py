@@ -12,18 +12,25 @@ await provider.close()                          # ends the server process
 
 from __future__ import annotations
 
+import contextvars
+import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
+
+import anyio
 
 from jianmu_bt.mcp.annotations import effect_tags_from_annotations, parallel_safe_from_annotations
 from jianmu_bt.mcp.client import MCPClient
 from jianmu_bt.mcp.config import MCPServerConfig
 from jianmu_bt.mcp.errors import MCPClientError, ToolNameClashError
-from jianmu_bt.mcp.results import call_result_to_tool_result
+from jianmu_bt.mcp.results import call_result_to_tool_result, wrapped_schema
 from jianmu_bt.tools.base import Tool, normalize_parameters
+from jianmu_bt.tools.call_context import report_progress
 from jianmu_bt.tools.calls import ToolResult
 from jianmu_bt.tools.providers import BaseToolProvider, ToolProvider
+
+logger = logging.getLogger(__name__)
 
 _INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -46,15 +53,28 @@ class MCPTool(Tool):
 
     blocking = False
 
-    def __init__(self, client: MCPClient, spec: Any, *, name: str | None = None) -> None:
+    def __init__(
+        self,
+        client: MCPClient,
+        spec: Any,
+        *,
+        name: str | None = None,
+        provider: MCPToolProvider | None = None,
+    ) -> None:
         self.client = client
+        #: The provider that listed this tool (its tool-list refreshes are awaited by `run`).
+        self.provider = provider
         #: The tool's name on the server (what is sent in tools/call).
         self.remote_name: str = spec.name
         self.name = name or spec.name
         self.description = spec.description or f"Tool '{spec.name}' of MCP server '{client.name}'"
         self.input_schema = normalize_parameters(spec.input_schema)
-        if spec.output_schema:
-            self.output_schema = dict(spec.output_schema)
+        #: The output schema as the server listed it (None when it listed none).
+        self.listed_output_schema = dict(spec.output_schema) if spec.output_schema else None
+        if self.listed_output_schema:
+            # A wrapped non-object result (`{"result": X}`) is unwrapped by `run`: say X.
+            inner = wrapped_schema(self.listed_output_schema)
+            self.output_schema = inner if inner is not None else self.listed_output_schema
         #: The server's annotations as it sent them (None when it sent none).
         self.annotations = spec.annotations
         self.parallel_safe = parallel_safe_from_annotations(spec.annotations)
@@ -66,12 +86,27 @@ class MCPTool(Tool):
         return self.client.name
 
     async def run(self, input: Any) -> ToolResult:
-        """Call the tool on the server; always a ToolResult."""
+        """Call the tool on the server; always a ToolResult.
+
+        The server's progress notifications go to `report_progress`, in this call's context
+        (they arrive in the connection's task, where the caller's progress sink is not set).
+        """
+        context = contextvars.copy_context()
+
+        def forward(progress: float, total: float | None, message: str | None) -> None:
+            context.run(report_progress, progress, total, message)
+
         try:
-            result = await self.client.call_tool(self.remote_name, input)
+            result = await self.client.call_tool(self.remote_name, input, progress=forward)
         except MCPClientError as exc:
-            return ToolResult.failure(self.name, f"Error: {exc}")
-        return call_result_to_tool_result(self.name, result)
+            outcome = ToolResult.failure(self.name, f"Error: {exc}")
+        else:
+            outcome = call_result_to_tool_result(self.name, result, self.listed_output_schema)
+        if self.provider is not None:
+            # A tool-list change the server announced during the call (before its result, over
+            # stdio) is in effect when the caller sees the result.
+            await self.provider.refreshed()
+        return outcome
 
     def __repr__(self) -> str:
         return f"<MCPTool {self.name!r} of {self.client.name!r}>"
@@ -107,8 +142,17 @@ class MCPToolProvider(BaseToolProvider):
         self.client = client
         self.prefix = prefix
         self.include = list(include) if include is not None else None
+        #: Server tools left out, with the reason (for listings): name -> reason.
+        self.skipped: dict[str, str] = {}
+        #: How many times the tool list was (re)built; a refresh after a change adds one.
+        self.version = 0
         self._server_name = server_name
         self._tools: list[MCPTool] | None = None
+        self._listeners: list[Callable[[MCPToolProvider], None]] = []
+        self._refreshing = False
+        self._stale = False
+        self._settled: anyio.Event | None = None  # set when the running refresh ends
+        client.on_tools_changed(self._tools_changed)
 
     @classmethod
     def from_config(cls, config: MCPServerConfig | Mapping[str, Any]) -> MCPToolProvider:
@@ -126,22 +170,82 @@ class MCPToolProvider(BaseToolProvider):
     async def initialize(self) -> None:
         """Connect and list the server's tools (again, when called again)."""
         await self.client.connect()
+        await self.refresh(strict=True)
+
+    async def refresh(self, *, strict: bool = False) -> None:
+        """List the server's tools again and rebuild them (tools already handed out keep
+        working). `strict`: a tool named in `include` that the server lacks is an error;
+        otherwise (a change the server announced) it is logged and left out."""
         specs = await self.client.list_tools()
         available = [spec.name for spec in specs]
         if self.include is not None:
             missing = [n for n in self.include if n not in available]
             if missing:
-                raise MCPClientError(
+                problem = (
                     f"MCP server '{self.server_name}' has no tool {', '.join(map(repr, missing))} "
                     f"(from `include`); it offers: {', '.join(available) or 'none'}"
                 )
+                if strict:
+                    raise MCPClientError(problem)
+                logger.warning("%s", problem)
             specs = [spec for spec in specs if spec.name in self.include]
+        skipped = {spec.name: reason for spec in specs if (reason := unusable_reason(spec))}
+        for name, reason in skipped.items():
+            logger.warning(
+                "MCP server '%s': tool '%s' left out: %s", self.server_name, name, reason
+            )
         tools = [
-            MCPTool(self.client, spec, name=local_tool_name(spec.name, self.prefix))
+            MCPTool(self.client, spec, name=local_tool_name(spec.name, self.prefix), provider=self)
             for spec in specs
+            if spec.name not in skipped
         ]
         check_unique_names([(self.label, t) for t in tools])
-        self._tools = tools
+        self._tools, self.skipped = tools, skipped
+        self.version += 1
+
+    def on_tools_changed(self, listener: Callable[[MCPToolProvider], None]) -> Callable[[], None]:
+        """Call `listener(provider)` after the tools were rebuilt because the server said its
+        tool list changed (in the connection's task); returns a function that removes it."""
+        self._listeners.append(listener)
+
+        def remove() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return remove
+
+    async def _tools_changed(self) -> None:
+        # A flood of notifications costs at most one listing running and one more after it.
+        if self._refreshing:
+            self._stale = True
+            return
+        self._refreshing = True
+        self._settled = settled = anyio.Event()
+        try:
+            self._stale = True
+            while self._stale:
+                self._stale = False
+                if not self.client.connected:  # gone: its next call reconnects
+                    return
+                try:
+                    await self.refresh()
+                except (MCPClientError, ToolNameClashError) as exc:
+                    logger.warning(
+                        "MCP server '%s': tools not refreshed: %s", self.server_name, exc
+                    )
+                    return
+                for listener in list(self._listeners):
+                    listener(self)
+        finally:
+            self._refreshing = False
+            settled.set()
+
+    async def refreshed(self) -> None:
+        """Wait (within the client's timeout) for a tool-list refresh under way to end."""
+        settled = self._settled
+        if settled is not None and not settled.is_set():
+            with anyio.move_on_after(self.client.config.timeout):
+                await settled.wait()
 
     def get_tools(self, **kwargs: Any) -> list[Tool]:
         """The server's tools; `initialize` must have run."""
@@ -163,6 +267,17 @@ class MCPToolProvider(BaseToolProvider):
 
     def __repr__(self) -> str:
         return f"<MCPToolProvider {self.server_name!r} prefix={self.prefix!r}>"
+
+
+def unusable_reason(spec: Any) -> str | None:
+    """Why a listed server tool cannot be called from here (None when it can)."""
+    execution = getattr(spec, "execution", None)
+    if getattr(execution, "task_support", None) == "required":
+        return (
+            "it requires task-augmented execution (execution.taskSupport: required), "
+            "which this client does not support"
+        )
+    return None
 
 
 def provider_label(provider: Any) -> str:

@@ -1,9 +1,11 @@
 """MCP tool results <-> ToolResult.
 
 Client side: `isError` becomes a failed ToolResult whose error is the text the server sent;
-otherwise the output is the structured content when the server sent some, else the text blocks
-joined by newlines. Images, audio and resources are summarised in one line each (type, MIME type,
-size, URI) so an LLM knows they exist without receiving base64 data.
+otherwise the output is the structured content when the server sent some (unwrapped from
+`{"result": ...}` when the tool's output schema wraps a non-object), else the text blocks joined
+by newlines. Images, audio and resources are summarised in one line each (type, MIME type, size,
+URI) so an LLM knows they exist without receiving base64 data; a result with images or audio is
+a `MediaText`: that text, with the media kept as content parts (`.parts`).
 
 Server side: a ToolResult becomes one text block (`ToolResult.content`), plus structured content
 when the output is a JSON object; a failed ToolResult is an `isError` result, never a protocol
@@ -51,21 +53,97 @@ def describe_content_block(block: Any) -> str:
     return f"[unsupported content block of type {kind!r}]"
 
 
+class MediaText(str):
+    """The text of a result that holds images or audio, with the media kept as content parts.
+
+    It is the text an LLM reads (text blocks, and a one-line stand-in such as
+    `[image: image/png, 68 bytes]` per medium), so anything that treats the output as a string
+    works unchanged; `parts` keeps every block as an OpenAI-style content part (`text`,
+    `image_url` with a `data:` URL, `input_audio`) for code and providers that take media.
+    """
+
+    parts: list[dict[str, Any]]
+
+    def __new__(cls, text: str, parts: list[dict[str, Any]]) -> MediaText:
+        made = super().__new__(cls, text)
+        made.parts = parts
+        return made
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Copies and pickles keep the parts (str's own reduce would drop them).
+        return (MediaText, (str(self), self.parts))
+
+
+def content_part(block: Any) -> dict[str, Any]:
+    """One content block as an OpenAI-style content part (media keep their data)."""
+    kind = getattr(block, "type", None)
+    data = getattr(block, "data", None) or ""
+    mime = getattr(block, "mime_type", None) or "application/octet-stream"
+    if kind == "image":
+        return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}}
+    if kind == "audio":
+        audio_format = mime.split("/")[-1].removeprefix("x-")
+        return {"type": "input_audio", "input_audio": {"data": data, "format": audio_format}}
+    return {"type": "text", "text": describe_content_block(block)}
+
+
+def has_media(content: Any) -> bool:
+    """Whether any block is an image or audio."""
+    return any(getattr(block, "type", None) in ("image", "audio") for block in content or ())
+
+
 def content_text(content: Any) -> str:
     """All content blocks as text, one per line."""
     return "\n".join(describe_content_block(block) for block in content or ())
 
 
-def call_result_to_tool_result(tool: str, result: Any) -> ToolResult:
-    """Convert an SDK `CallToolResult` (or anything shaped like one) into a ToolResult."""
+#: The key a server wraps a non-object structured result under (MCP wants an object there).
+WRAPPED_RESULT_KEY = "result"
+
+
+def wrapped_schema(output_schema: Any) -> dict[str, Any] | None:
+    """The inner schema when `output_schema` is the wrapper `{"result": X}` (only that key,
+    required) that servers use for a non-object result, else None."""
+    if not isinstance(output_schema, dict) or output_schema.get("type") != "object":
+        return None
+    properties = output_schema.get("properties")
+    if not isinstance(properties, dict) or set(properties) != {WRAPPED_RESULT_KEY}:
+        return None
+    if output_schema.get("required") != [WRAPPED_RESULT_KEY]:
+        return None
+    inner = properties[WRAPPED_RESULT_KEY]
+    return inner if isinstance(inner, dict) else {}
+
+
+def call_result_to_tool_result(
+    tool: str, result: Any, output_schema: dict[str, Any] | None = None
+) -> ToolResult:
+    """Convert an SDK `CallToolResult` (or anything shaped like one) into a ToolResult.
+
+    With the tool's `output_schema`, a wrapped structured result (`{"result": 5}` for a tool
+    returning a number) is unwrapped: the output is `5`, as the tool returned it.
+    """
     text = content_text(getattr(result, "content", None))
     if getattr(result, "is_error", False):
         reason = text.strip() or "the MCP tool reported an error without a message"
         if not reason.startswith(ERROR_PREFIX):
             reason = f"{ERROR_PREFIX} {reason}"
         return ToolResult.failure(tool, reason)
+    content = getattr(result, "content", None)
+    if has_media(content):
+        # Media stay parts; structured content would carry the same base64 as text for an LLM.
+        parts = [content_part(block) for block in content or ()]
+        return ToolResult(tool=tool, ok=True, output=MediaText(text, parts))
     structured = getattr(result, "structured_content", None)
-    return ToolResult(tool=tool, ok=True, output=structured if structured is not None else text)
+    if structured is None:
+        return ToolResult(tool=tool, ok=True, output=text)
+    if (
+        wrapped_schema(output_schema) is not None
+        and isinstance(structured, dict)
+        and set(structured) == {WRAPPED_RESULT_KEY}
+    ):
+        structured = structured[WRAPPED_RESULT_KEY]
+    return ToolResult(tool=tool, ok=True, output=structured)
 
 
 def _json_object(value: Any) -> dict[str, Any] | None:

@@ -31,3 +31,25 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--path", default=DEFAULT_PATH, help="HTTP path (default %(default)s)")
     parser.add_argument("--name", default=DEFAULT_NAME, help="server name sent to clients")
     parser.add_argument("--timeout", type=float, default=None, help="seconds per tool call")
+
+
+def add_tree_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of `jianmu mcp serve --tree` (besides `--tree` itself)."""
+    parser.add_argument(
+        "--run-tool",
+        action="store_true",
+        help="also serve a tool run_<tree name> that runs the whole tree (run events are sent "
+        "as progress notifications)",
+    )
+    parser.add_argument(
+        "--store",
+        metavar="PATH|URL",
+        help="run store (SQLite file or PostgreSQL URL): its runs and checkpoints are served "
+        "as resources, and --run-tool runs are durable there",
+    )
+    parser.add_argument(
+        "--traces",
+        metavar="DIR",
+        help="folder of run traces (RUN_ID.jsonl) served as resources; --run-tool runs write "
+        "their traces there",
+    )

@@ -1,12 +1,17 @@
 """Serve a ToolSet as an MCP server (the official SDK's low-level `Server`), over stdio or HTTP.
 
 Each tool is listed with its function-calling schema (`tool.to_schema()["parameters"]`), its
-description, and annotations derived from `parallel_safe`, `effect_tags` and `idempotent` (see
-`jianmu_bt.mcp.annotations`). A call goes through an optional guard, then `ToolSet.call`; a
-refused call or a failed ToolResult is an MCP result with `isError` set, never a crash. An unknown
-tool name is a JSON-RPC "invalid params" error, as the MCP specification asks. A guard that is a
-`ServedCallGuard` (for example `EnforcerGuard` over a tree's GuardEnforcer) is also told when each
-call ended, so budgets and rate limits count served calls.
+description, annotations derived from `parallel_safe`, `effect_tags` and `idempotent` (see
+`jianmu_bt.mcp.annotations`) and, for a declared return type, an `outputSchema` (see
+`jianmu_bt.mcp.server_results`). A call goes through an optional guard, then `ToolSet.call`
+under a progress sink (`server_progress`: the tool's `report_progress` reaches the client); a
+refused call or a failed ToolResult is an MCP result with `isError` set, never a crash. An
+unknown tool name is a JSON-RPC "invalid params" error, as the MCP specification asks. A guard
+that is a `ServedCallGuard` (for example `EnforcerGuard` over a tree's GuardEnforcer) is also
+told when each call ended, so budgets and rate limits count served calls. A `ServedTools` may
+change while serving (`server_tools`: clients hear `tools/list_changed`); `extras` add
+resources and prompts (`server_resources`, `server_prompts`). Over HTTP, legacy HTTP+SSE
+clients are refused with a message naming the transport (`server_http`).
 
 ```python
 server = build_mcp_server(toolset, name="my-tools", guard=my_guard)   # embed it yourself
@@ -16,21 +21,26 @@ await serve(toolset, transport="http", host="127.0.0.1", port=8000)   # or run i
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import socket
 import sys
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from jianmu_bt._version import __version__
-from jianmu_bt.mcp.annotations import tool_annotation_hints
 from jianmu_bt.mcp.errors import require_mcp
 from jianmu_bt.mcp.guarded import ServedCallGuard
-from jianmu_bt.mcp.results import error_call_result, tool_result_to_call_result
+from jianmu_bt.mcp.results import error_call_result
 from jianmu_bt.mcp.serve_options import DEFAULT_HOST, DEFAULT_NAME, DEFAULT_PATH, DEFAULT_PORT
+from jianmu_bt.mcp.server_http import legacy_sse_routes, refuse_legacy_get
+from jianmu_bt.mcp.server_progress import forward_progress
+from jianmu_bt.mcp.server_results import served_call_result
+from jianmu_bt.mcp.server_tools import ServedTools, as_served, describe_tool
 from jianmu_bt.tools.base import Tool
-from jianmu_bt.tools.calls import ToolCall
+from jianmu_bt.tools.call_context import progress_sink
+from jianmu_bt.tools.calls import ToolCall, ToolResult
 from jianmu_bt.tools.toolset import ToolSet
 
 if TYPE_CHECKING:
@@ -45,27 +55,6 @@ Guard = Callable[[ToolCall, Tool], "Awaitable[str | None] | str | None"]
 AnyGuard = Guard | ServedCallGuard
 
 Transport = Literal["stdio", "http", "streamable-http"]
-
-
-def describe_tool(tool: Tool) -> Any:
-    """The SDK `Tool` listing entry for one of our tools: schema, description, annotations."""
-    import mcp_types as types
-
-    from jianmu_bt.mcp.provider import MCPTool
-
-    schema = tool.to_schema()
-    if isinstance(tool, MCPTool):
-        # Served again: exactly what its own server claimed (nothing stated stays unstated).
-        sent = tool.annotations
-        annotations = types.ToolAnnotations.model_validate(sent) if sent is not None else None
-    else:
-        annotations = types.ToolAnnotations.model_validate(tool_annotation_hints(tool))
-    return types.Tool(
-        name=tool.name,
-        description=schema["description"] or None,
-        input_schema=schema["parameters"],
-        annotations=annotations,
-    )
 
 
 async def _check_guard(guard: AnyGuard, call: ToolCall, tool: Tool) -> str | None:
@@ -83,41 +72,52 @@ async def _check_guard(guard: AnyGuard, call: ToolCall, tool: Tool) -> str | Non
 
 
 def build_mcp_server(
-    toolset: ToolSet,
+    toolset: ToolSet | ServedTools,
     *,
     name: str = DEFAULT_NAME,
     version: str | None = None,
     instructions: str | None = None,
     guard: AnyGuard | None = None,
     timeout: float | None = None,
+    extras: Sequence[ServerPart] = (),
 ) -> Server:
     """An SDK low-level `Server` exposing `toolset`; embed it, or run it with `serve_stdio` or
     `serve_http`.
 
+    `toolset` may be `ServedTools` to change the served tools later (clients are told);
     `guard` may refuse calls (see `Guard`; a `ServedCallGuard` also counts them); `timeout`
-    bounds each call in seconds (the tools' own timeouts apply otherwise).
+    bounds each call in seconds (the tools' own timeouts apply otherwise). `extras` add
+    handlers (resources, prompts: `jianmu_bt.mcp.server_resources`, `server_prompts`).
     """
     require_mcp()
     import mcp_types as types
     from mcp import MCPError
-    from mcp.server.lowlevel import Server
+    from mcp.server.lowlevel import NotificationOptions
+    from mcp.server.subscriptions import ListenHandler
 
-    if not isinstance(toolset, ToolSet):
-        raise TypeError(f"build_mcp_server needs a ToolSet, got {type(toolset).__name__}")
-    listing = types.ListToolsResult(tools=[describe_tool(t) for t in toolset])
-    schemas = {entry.name: entry.input_schema for entry in listing.tools}
+    served = as_served(toolset)
 
     async def list_tools(ctx: Any, params: Any) -> Any:
+        served.listed_by(ctx)
         # A copy: the SDK may stamp fields (server info, cache hints) onto a returned result.
-        return listing.model_copy(deep=True)
+        return served.listing.model_copy(deep=True)
+
+    async def run_call(ctx: Any, call: ToolCall, tool: Tool) -> ToolResult:
+        """The call, under a progress sink (the SDK sends reports only when the client asked)."""
+        tools = served.toolset
+        async with forward_progress(ctx.session.report_progress) as sink:
+            with progress_sink(sink):
+                return await tools.call(call, timeout=timeout)
 
     async def call_tool(ctx: Any, params: Any) -> Any:
-        tool = toolset.get(params.name)
+        tool = served.toolset.get(params.name)
         if tool is None:
+            available = ", ".join(served.toolset.names())
             raise MCPError(
                 code=types.INVALID_PARAMS,
-                message=f"Unknown tool: {params.name}; available: {', '.join(toolset.names())}",
+                message=f"Unknown tool: {params.name}; available: {available}",
             )
+        output_schema = served.output_schemas.get(tool.name)
         call = ToolCall(
             name=tool.name,
             arguments=params.arguments or {},
@@ -128,23 +128,76 @@ def build_mcp_server(
             if reason is not None:
                 return error_call_result(f"the call to '{tool.name}' was refused: {reason}")
         if not isinstance(guard, ServedCallGuard):
-            return tool_result_to_call_result(await toolset.call(call, timeout=timeout))
+            return served_call_result(await run_call(ctx, call, tool), tool, output_schema)
         try:
-            result = await toolset.call(call, timeout=timeout)
+            result = await run_call(ctx, call, tool)
         except BaseException:
             guard.record(call, tool, None)  # cancelled: it may have had its effect
             raise
         guard.record(call, tool, result.ok)
-        return tool_result_to_call_result(result)
+        return served_call_result(result, tool, output_schema)
 
-    return Server(
+    handlers: dict[str, Any] = {}
+    for part in extras:
+        handlers.update(part.handlers())
+    server = _new_server(
         name,
         version=version or __version__,
         instructions=instructions,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
-        get_tool_input_schema=schemas.get,
+        on_subscriptions_listen=ListenHandler(served.bus),
+        get_tool_input_schema=lambda tool_name: served.input_schemas.get(tool_name),
+        **handlers,
     )
+    server.notification_options = NotificationOptions(
+        tools_changed=True,
+        prompts_changed=any(p.changes_prompts for p in extras),
+        resources_changed=any(p.changes_resources for p in extras),
+    )
+    return server
+
+
+@runtime_checkable
+class ServerPart(Protocol):
+    """More of the MCP protocol for `build_mcp_server(extras=...)`: resources, prompts."""
+
+    changes_resources: bool
+    changes_prompts: bool
+
+    def handlers(self) -> dict[str, Any]:
+        """`Server(...)` keyword arguments (`on_list_resources=...`, ...)."""
+        ...
+
+
+@functools.cache
+def _server_class() -> type[Server]:
+    from mcp.server.lowlevel import NotificationOptions, Server
+    from mcp.server.models import InitializationOptions
+
+    class JianmuServer(Server[Any]):
+        """The SDK Server, advertising list-changed notices on every transport (the SDK's
+        streamable HTTP manager builds its initialization options without arguments)."""
+
+        notification_options: NotificationOptions | None = None
+
+        def create_initialization_options(
+            self,
+            notification_options: NotificationOptions | None = None,
+            experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+            extensions: dict[str, dict[str, Any]] | None = None,
+        ) -> InitializationOptions:
+            return super().create_initialization_options(
+                notification_options or self.notification_options,
+                experimental_capabilities,
+                extensions,
+            )
+
+    return JianmuServer
+
+
+def _new_server(*args: Any, **kwargs: Any) -> Any:
+    return _server_class()(*args, **kwargs)
 
 
 async def serve_stdio(server: Server) -> None:
@@ -171,7 +224,9 @@ async def serve_http(
     """
     import uvicorn
 
-    app = server.streamable_http_app(streamable_http_path=path, host=host)
+    app = server.streamable_http_app(
+        streamable_http_path=path, host=host, custom_starlette_routes=legacy_sse_routes(path)
+    )
     try:
         sock = socket.create_server((host, port))
     except OSError as exc:
@@ -182,7 +237,7 @@ async def serve_http(
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         bound_port = sock.getsockname()[1]
         url_host = f"[{host}]" if ":" in host else host
-        config = uvicorn.Config(app, log_level="warning", lifespan="on")
+        config = uvicorn.Config(refuse_legacy_get(app, path), log_level="warning", lifespan="on")
         if on_ready is not None:
             on_ready(f"http://{url_host}:{bound_port}{path}")
         await uvicorn.Server(config).serve(sockets=[sock])
@@ -191,7 +246,7 @@ async def serve_http(
 
 
 async def serve(
-    toolset: ToolSet,
+    toolset: ToolSet | ServedTools,
     *,
     transport: Transport = "stdio",
     host: str = DEFAULT_HOST,
@@ -201,13 +256,14 @@ async def serve(
     guard: AnyGuard | None = None,
     timeout: float | None = None,
     on_ready: Callable[[str], None] | None = None,
+    extras: Sequence[ServerPart] = (),
 ) -> None:
     """Build the MCP server for `toolset` and serve it over `transport` ("stdio" or "http").
 
     `on_ready(where)` is called once the server accepts connections: the URL for HTTP, "stdio"
-    for stdio.
+    for stdio. `extras` are passed to `build_mcp_server` (resources, prompts).
     """
-    server = build_mcp_server(toolset, name=name, guard=guard, timeout=timeout)
+    server = build_mcp_server(toolset, name=name, guard=guard, timeout=timeout, extras=extras)
     if transport == "stdio":
         if on_ready is not None:
             on_ready("stdio")
@@ -234,6 +290,8 @@ def announce(toolset: ToolSet, stream: Any = None) -> Callable[[str], None]:
 __all__ = [
     "AnyGuard",
     "Guard",
+    "ServedTools",
+    "ServerPart",
     "announce",
     "build_mcp_server",
     "describe_tool",

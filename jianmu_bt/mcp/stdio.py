@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import subprocess
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from typing import IO, TYPE_CHECKING, Any
 
@@ -39,6 +39,9 @@ logger = logging.getLogger(__name__)
 WRITER_FLUSH_TIMEOUT = 0.5
 #: Seconds allowed for the stderr reader to reach the end of the pipe after the group ended.
 STDERR_DRAIN_TIMEOUT = 1.0
+#: Seconds between SIGTERM and SIGKILL for a server that never finished the handshake: it was
+#: given its whole `connect_timeout` already, so its end must not stretch that deadline.
+ABORT_GRACE = 0.1
 _PIPE_ERRORS = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)
 
 
@@ -161,26 +164,12 @@ async def _close_quietly(*resources: Any) -> None:
             await resource.aclose()
 
 
-@asynccontextmanager
-async def stdio_transport(
-    config: MCPServerConfig,
-    tail: StderrTail,
-    *,
-    errlog: IO[Any] | None = None,
-    exit_grace: float = DEFAULT_STOP_GRACE,
-    term_grace: float = DEFAULT_STOP_GRACE,
-) -> AsyncIterator[tuple[Any, Any]]:
-    """Start `config.command` in a new session and yield the SDK's `(read, write)` streams.
-
-    The environment is the SDK's minimal safe one plus `config.env`. On exit (or cancellation)
-    stdin is closed, the server gets `exit_grace` seconds to exit, and then its whole process
-    group is ended (SIGTERM, `term_grace` seconds, SIGKILL), whether or not it exited.
-    """
+async def _spawn(config: MCPServerConfig) -> Process:
+    """Start the server in a session of its own, its three standard streams piped."""
     from mcp.client.stdio import get_default_environment
-    from mcp.shared.message import SessionMessage
 
     assert config.command is not None
-    process = await anyio.open_process(
+    return await anyio.open_process(
         [config.command, *config.args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -189,6 +178,33 @@ async def stdio_transport(
         cwd=config.cwd,
         start_new_session=True,
     )
+
+
+@asynccontextmanager
+async def stdio_transport(
+    config: MCPServerConfig,
+    tail: StderrTail,
+    *,
+    errlog: IO[Any] | None = None,
+    exit_grace: float = DEFAULT_STOP_GRACE,
+    term_grace: float = DEFAULT_STOP_GRACE,
+    abrupt: Callable[[], bool] | None = None,
+) -> AsyncIterator[tuple[Any, Any]]:
+    """Start `config.command` in a new session and yield the SDK's `(read, write)` streams.
+
+    The environment is the SDK's minimal safe one plus `config.env`. On exit (or cancellation)
+    stdin is closed, the server gets `exit_grace` seconds to exit, and then its whole process
+    group is ended (SIGTERM, `term_grace` seconds, SIGKILL), whether or not it exited.
+    When `abrupt()` is true at that point (the handshake never finished: there is nothing to
+    wind down) the group is ended at once instead (SIGTERM, ABORT_GRACE seconds, SIGKILL).
+    """
+    from mcp.shared.message import SessionMessage
+
+    assert config.command is not None
+    # Shielded: a cancel that lands while the process is being created would leave it running
+    # with nobody to end it; past this point the `finally` below ends it.
+    with anyio.CancelScope(shield=True):
+        process = await _spawn(config)
     group = ProcessGroup(process.pid, term_grace=term_grace)
     try:
         read_sink, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
@@ -212,12 +228,15 @@ async def stdio_transport(
                 with anyio.CancelScope(shield=True):
                     read_stream.close()
                     write_stream.close()
-                    with anyio.move_on_after(WRITER_FLUSH_TIMEOUT):
-                        await writer_done.wait()
-                    await _close_quietly(process.stdin)
-                    with anyio.move_on_after(exit_grace):
-                        await process.wait()
-                    await group.terminate()
+                    if abrupt is not None and abrupt():
+                        await group.terminate(ABORT_GRACE)
+                    else:
+                        with anyio.move_on_after(WRITER_FLUSH_TIMEOUT):
+                            await writer_done.wait()
+                        await _close_quietly(process.stdin)
+                        with anyio.move_on_after(exit_grace):
+                            await process.wait()
+                        await group.terminate()
                     # Every writer is gone now: let the reader take in the last of stderr.
                     with anyio.move_on_after(STDERR_DRAIN_TIMEOUT):
                         await stderr_done.wait()

@@ -25,12 +25,15 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from jianmu_bt.nodes.calling import emit_finished, emit_started, id_of, retryable, run_tool_call
+from jianmu_bt.nodes.progress import progress_events
 from jianmu_bt.runtime.context import RunContext
 from jianmu_bt.runtime.services import RunGuard
 from jianmu_bt.runtime.task_groups import LoopTaskGroup, start_soon
 from jianmu_bt.tools import Tool, ToolCall, ToolResult
 from jianmu_bt.tools.blocking import BlockingPool, blocking_pool
 from jianmu_bt.tools.call_context import (
+    ProgressSink,
+    progress_sink,
     reset_idempotency_key,
     set_idempotency_key,
     wants_idempotency_key,
@@ -82,6 +85,10 @@ class _Batch:
         self.guard = guard
         self.started = time.monotonic()
 
+    def progress(self, tool: Tool, call: ToolCall) -> ProgressSink | None:
+        """Where the call's progress reports go: `tool.progress` events of this node."""
+        return progress_events(self.events, self.node, tool.name, call.id)
+
     def finish(self, tool: Tool, call: ToolCall, result: ToolResult) -> None:
         """A first attempt ended: record it, and end the call or let it go on in a task."""
         if self.guard is not None:
@@ -96,17 +103,18 @@ class _Batch:
     async def _go_on(self, tool: Tool, call: ToolCall, first: ToolResult) -> None:
         token = set_idempotency_key(call.id)
         try:
-            self.results[id_of(call)] = await run_tool_call(
-                self.context,
-                self.node,
-                tool,
-                call,
-                retry=self.retry,
-                timeout=self.timeout,
-                guard=self.guard,
-                first=first,
-                started=self.started,
-            )
+            with progress_sink(self.progress(tool, call)):
+                self.results[id_of(call)] = await run_tool_call(
+                    self.context,
+                    self.node,
+                    tool,
+                    call,
+                    retry=self.retry,
+                    timeout=self.timeout,
+                    guard=self.guard,
+                    first=first,
+                    started=self.started,
+                )
         finally:
             reset_idempotency_key(token)
 
@@ -115,7 +123,8 @@ class _Batch:
         emit_started(self.events, self.node, tool, call)
         token = set_idempotency_key(call.id)
         try:
-            result = await tool.call(call.arguments, timeout=self.timeout)
+            with progress_sink(self.progress(tool, call)):
+                result = await tool.call(call.arguments, timeout=self.timeout)
         finally:
             reset_idempotency_key(token)
         self.finish(tool, call, result)
@@ -134,7 +143,8 @@ class _Batch:
             return None
         token = set_idempotency_key(call.id)  # the job runs in a copy of this context
         try:
-            future = pool.submit(job)
+            with progress_sink(self.progress(tool, call)):
+                future = pool.submit(job)
         finally:
             reset_idempotency_key(token)
         limit = tool.timeout if self.timeout is None else self.timeout

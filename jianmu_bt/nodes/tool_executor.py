@@ -33,12 +33,14 @@ from jianmu_bt.nodes.calling import id_of, run_tool_call
 from jianmu_bt.nodes.guarding import announce, verdicts_when_decided
 from jianmu_bt.nodes.journaled_batch import run_journaled_batch
 from jianmu_bt.nodes.options import ExecutorOptions
+from jianmu_bt.nodes.progress import progress_events
 from jianmu_bt.runtime.async_node import AsyncNode
 from jianmu_bt.runtime.services import RunGuard
 from jianmu_bt.runtime.task_groups import create_task_group, on_asyncio, start_soon
 from jianmu_bt.tools import Tool, ToolCall, ToolResult, ToolSet
 from jianmu_bt.tools.call_context import (
     IDEMPOTENCY_PARAMETER,
+    progress_sink,
     reset_idempotency_key,
     set_idempotency_key,
     wants_idempotency_key,
@@ -271,18 +273,20 @@ class ToolExecutor(AsyncNode):
             {IDEMPOTENCY_PARAMETER: idempotency_key} if wants_idempotency_key(found) else None
         )
         token = set_idempotency_key(idempotency_key)
+        events = self.context.events if self.context else None
         try:
-            return await run_tool_call(
-                self.context,
-                self.name,
-                found,
-                call,
-                retry=self.options.retry,
-                timeout=self.options.call_timeout,
-                injected=injected,
-                runner=self._runner(),
-                guard=self.active_guard(),
-            )
+            with progress_sink(progress_events(events, self.name, found.name, call.id)):
+                return await run_tool_call(
+                    self.context,
+                    self.name,
+                    found,
+                    call,
+                    retry=self.options.retry,
+                    timeout=self.options.call_timeout,
+                    injected=injected,
+                    runner=self._runner(),
+                    guard=self.active_guard(),
+                )
         finally:
             reset_idempotency_key(token)
 

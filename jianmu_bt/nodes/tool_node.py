@@ -21,6 +21,7 @@ from jianmu_bt.nodes import journaled
 from jianmu_bt.nodes.calling import run_tool_call
 from jianmu_bt.nodes.guarding import announce, verdicts_when_decided
 from jianmu_bt.nodes.options import CallOptions
+from jianmu_bt.nodes.progress import progress_events
 from jianmu_bt.runtime.async_node import AsyncNode
 from jianmu_bt.runtime.journal import RunJournal
 from jianmu_bt.runtime.services import RunGuard
@@ -29,6 +30,7 @@ from jianmu_bt.tools import Tool, ToolCall, ToolResult, new_call_id
 from jianmu_bt.tools.base import set_node_factory
 from jianmu_bt.tools.call_context import (
     IDEMPOTENCY_PARAMETER,
+    progress_sink,
     reset_idempotency_key,
     set_idempotency_key,
     wants_idempotency_key,
@@ -103,18 +105,20 @@ class ToolNode(AsyncNode):
         if wants_idempotency_key(self.tool):
             injected = {**(injected or {}), IDEMPOTENCY_PARAMETER: idempotency_key}
         token = set_idempotency_key(idempotency_key)
+        events = self.context.events if self.context else None
         try:
-            return await run_tool_call(
-                self.context,
-                self.name,
-                self.tool,
-                call,
-                retry=self.options.retry,
-                timeout=self.options.call_timeout,
-                injected=injected,
-                runner=self.runner,
-                guard=guard,
-            )
+            with progress_sink(progress_events(events, self.name, self.tool.name, call.id)):
+                return await run_tool_call(
+                    self.context,
+                    self.name,
+                    self.tool,
+                    call,
+                    retry=self.options.retry,
+                    timeout=self.options.call_timeout,
+                    injected=injected,
+                    runner=self.runner,
+                    guard=guard,
+                )
         finally:
             reset_idempotency_key(token)
 

@@ -149,7 +149,7 @@ async def test_an_http_server_that_goes_away_gives_a_clear_error() -> None:
     await provider.initialize()
     tools = ToolSet.from_tools(provider.get_tools())
     try:
-        assert (await tools.call("add", {"a": 1, "b": 1})).output == "2"
+        assert (await tools.call("add", {"a": 1, "b": 1})).output == 2  # typed (an outputSchema)
         server.stop()
         with anyio.fail_after(15):
             first = await tools.call("add", {"a": 1, "b": 1})

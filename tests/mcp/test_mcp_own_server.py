@@ -91,7 +91,7 @@ async def test_calls_through_the_provider_return_tool_results(stdio_tools: ToolS
     added = await stdio_tools.call("add", {"a": 1, "b": 2})
     point = await stdio_tools.call("describe_point", {"x": 3, "y": 4})
     failed = await stdio_tools.call("fail", {"reason": "boom"})
-    assert (added.ok, added.output) == (True, "3")
+    assert (added.ok, added.output) == (True, 3)  # typed: `-> int` has an outputSchema
     assert point.output == {"x": 3.0, "y": 4.0, "norm": 5.0}
     assert (failed.ok, failed.error) == (False, "Error: ValueError: boom")
 
@@ -105,14 +105,14 @@ async def test_concurrent_calls_share_one_connection(stdio_tools: ToolSet) -> No
     async with anyio.create_task_group() as tg:
         for i in range(20):
             tg.start_soon(add, i)
-    assert results == {i: str(i + 1000) for i in range(20)}
+    assert results == {i: i + 1000 for i in range(20)}
 
 
 async def test_a_cancelled_call_leaves_the_connection_usable(stdio_tools: ToolSet) -> None:
     with anyio.move_on_after(0.3) as scope:
         await stdio_tools.call("slow", {"seconds": 30})
     assert scope.cancelled_caught
-    assert (await stdio_tools.call("add", {"a": 2, "b": 2})).output == "4"
+    assert (await stdio_tools.call("add", {"a": 2, "b": 2})).output == 4
 
 
 async def test_a_slow_call_times_out_and_the_connection_stays_usable() -> None:
@@ -125,7 +125,7 @@ async def test_a_slow_call_times_out_and_the_connection_stays_usable() -> None:
             slow = await tools.call("slow", {"seconds": 30})
         after = await tools.call("add", {"a": 1, "b": 1})
     assert slow.error == "Error: MCP server 'ours' did not answer tools/call 'slow' within 0.5s"
-    assert after.output == "2"
+    assert after.output == 2
 
 
 async def test_the_provider_works_over_http_with_headers(http_server: HTTPServer) -> None:
@@ -137,7 +137,7 @@ async def test_the_provider_works_over_http_with_headers(http_server: HTTPServer
     finally:
         await provider.close()
     assert "remote_add" in tools.names()
-    assert result.output == "10"
+    assert result.output == 10
 
 
 async def test_headers_are_sent_with_every_request(http_server: HTTPServer) -> None:

@@ -1,0 +1,149 @@
+"""What the MCP server says about a tool's output: `outputSchema`, `structuredContent`, content.
+
+- A tool with a declared return type (an `output_schema` other than the default "a string")
+  advertises an `outputSchema`. MCP requires an object schema there, so a non-object return
+  (`-> int`, `-> list[str]`) is wrapped as `{"result": ...}`, as the MCP specification suggests,
+  and its `structuredContent` is wrapped the same way. Its text content is the JSON text.
+- A tool without one sends `structuredContent` only when the output is a JSON object (and
+  holds no media).
+- Images and audio in an output stay content blocks (never base64 text): an output that is an
+  MCP-shaped block (`{"type": "image", "data": ..., "mimeType": ...}`), an OpenAI-style
+  `{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}` part, an SDK
+  `ImageContent`/`AudioContent`, or a list of these mixed with text, becomes the matching blocks
+  (a tool with an `outputSchema` sends its `structuredContent` too, as MCP requires).
+- A failed ToolResult is an `isError` result with its error text, never a protocol error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from jianmu_bt.tools.base import DEFAULT_OUTPUT_SCHEMA, Tool
+from jianmu_bt.tools.calls import ToolResult
+
+#: The key a non-object structured result is wrapped under (MCP requires an object).
+RESULT_KEY = "result"
+
+_DATA_URL = re.compile(r"^data:(?P<mime>[\w.+-]+/[\w.+-]+);base64,(?P<data>.*)$", re.DOTALL)
+
+
+def output_schema_of(tool: Tool) -> dict[str, Any] | None:
+    """The `outputSchema` to advertise for `tool` (always an object schema), or None."""
+    schema = getattr(tool, "output_schema", None)
+    if not isinstance(schema, Mapping) or not schema or dict(schema) == DEFAULT_OUTPUT_SCHEMA:
+        return None
+    if schema.get("type") == "object":
+        return dict(schema)
+    return {"type": "object", "properties": {RESULT_KEY: dict(schema)}, "required": [RESULT_KEY]}
+
+
+def wraps_result(output_schema: Mapping[str, Any] | None, tool: Tool) -> bool:
+    """Whether `output_schema` (from `output_schema_of(tool)`) wraps the output as `result`."""
+    own = getattr(tool, "output_schema", None)
+    return output_schema is not None and not (
+        isinstance(own, Mapping) and own.get("type") == "object"
+    )
+
+
+def _plain_json(value: Any) -> Any:
+    """`value` as plain JSON data (pydantic models dumped), or raise TypeError/ValueError."""
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        value = dump(mode="json")
+    return json.loads(json.dumps(value, ensure_ascii=False, default=_model_default))
+
+
+def _model_default(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def media_block(part: Any) -> Any | None:
+    """The SDK image/audio content block for one output part, or None when it is not media."""
+    import mcp_types as types
+
+    if isinstance(part, (types.ImageContent, types.AudioContent)):
+        return part
+    if not isinstance(part, Mapping):
+        return None
+    kind = part.get("type")
+    if kind in ("image", "audio") and isinstance(part.get("data"), str):
+        mime = part.get("mimeType") or part.get("mime_type")
+        if isinstance(mime, str):
+            cls = types.ImageContent if kind == "image" else types.AudioContent
+            return cls(type=kind, data=part["data"], mime_type=mime)
+    if kind in ("image_url", "input_audio"):
+        inner = part.get(kind)
+        url = inner.get("url") if isinstance(inner, Mapping) else inner
+        found = _DATA_URL.match(url) if isinstance(url, str) else None
+        if found:
+            mime = found["mime"]
+            cls = types.ImageContent if mime.startswith("image/") else types.AudioContent
+            return cls(type=cls.model_fields["type"].default, data=found["data"], mime_type=mime)
+    return None
+
+
+def content_blocks(output: Any) -> list[Any] | None:
+    """Content blocks for an output holding media (images, audio), else None (use `text`)."""
+    import mcp_types as types
+
+    parts = output if isinstance(output, list) else [output]
+    blocks = [media_block(part) for part in parts]
+    if not any(block is not None for block in blocks):
+        return None
+    out: list[Any] = []
+    for part, block in zip(parts, blocks, strict=True):
+        if block is not None:
+            out.append(block)
+        elif isinstance(part, types.TextContent):
+            out.append(part)
+        elif isinstance(part, Mapping) and part.get("type") == "text" and "text" in part:
+            out.append(types.TextContent(type="text", text=str(part["text"])))
+        else:
+            out.append(types.TextContent(type="text", text=ToolResult("", True, part).content))
+    return out
+
+
+def served_call_result(result: ToolResult, tool: Tool, output_schema: Any = None) -> Any:
+    """The SDK `CallToolResult` for `result` of `tool` (`output_schema` from `output_schema_of`)."""
+    import mcp_types as types
+
+    text = types.TextContent(type="text", text=result.content)
+    if not result.ok:
+        return types.CallToolResult(content=[text], is_error=True)
+    try:
+        data = _plain_json(result.output)
+    except (TypeError, ValueError):
+        data = None
+    if data is not None and not isinstance(result.output, str):
+        text = types.TextContent(type="text", text=json.dumps(data, ensure_ascii=False))
+    media = content_blocks(result.output)
+    content = media if media is not None else [text]
+    if output_schema is None:
+        structured = data if isinstance(data, dict) and media is None else None
+        return types.CallToolResult(content=content, structured_content=structured)
+    if wraps_result(output_schema, tool):
+        structured = None if data is None and result.output is not None else {RESULT_KEY: data}
+    else:
+        structured = data if isinstance(data, dict) else None
+    if structured is None:
+        message = f"the output of '{tool.name}' does not fit its outputSchema (JSON object)"
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=f"Error: {message}")], is_error=True
+        )
+    return types.CallToolResult(content=content, structured_content=structured)
+
+
+__all__ = [
+    "RESULT_KEY",
+    "content_blocks",
+    "media_block",
+    "output_schema_of",
+    "served_call_result",
+    "wraps_result",
+]

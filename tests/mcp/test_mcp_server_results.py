@@ -1,0 +1,114 @@
+"""outputSchema, structuredContent and media blocks of served tools, seen by the official SDK
+client: in-process, over stdio (a real server process) and over streamable HTTP (127.0.0.1)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp_server_sample_tools import ALL, PNG, mirror, picture, square, untyped
+from mcp_test_support import PYTHON, SERVER_ENV, HTTPServer, serve_args
+
+from jianmu_bt import ToolSet
+from jianmu_bt.mcp import build_mcp_server
+
+pytestmark = pytest.mark.anyio
+
+TOOLS = "mcp_server_sample_tools:ALL"
+
+
+@pytest.fixture(scope="module")
+def http_server() -> Iterator[HTTPServer]:
+    server = HTTPServer(tools=TOOLS)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module", params=["in-process", "stdio", "http"])
+async def client(request: pytest.FixtureRequest, http_server: HTTPServer) -> AsyncIterator[Client]:
+    target: object
+    if request.param == "stdio":
+        target = StdioServerParameters(command=PYTHON, args=serve_args(tools=TOOLS), env=SERVER_ENV)
+    elif request.param == "http":
+        target = http_server.url
+    else:
+        target = build_mcp_server(ToolSet(ALL))
+    async with Client(target, read_timeout_seconds=20) as connected:  # type: ignore[arg-type]
+        yield connected
+
+
+async def test_a_typed_return_is_advertised_as_an_output_schema(client: Client) -> None:
+    listed = {t.name: t for t in (await client.list_tools()).tools}
+    assert listed["mirror"].output_schema == mirror.output_schema  # an object: as it is
+    assert listed["square"].output_schema == {
+        "type": "object",
+        "properties": {"result": {"type": "integer"}},
+        "required": ["result"],
+    }
+    assert listed["words"].output_schema["properties"]["result"]["type"] == "array"
+    assert listed["untyped"].output_schema is None  # no return type: nothing is claimed
+
+
+async def test_structured_content_matches_the_output_schema(client: Client) -> None:
+    # The SDK client validates structuredContent against the listed outputSchema.
+    squared = await client.call_tool("square", {"x": 7})
+    mirrored = await client.call_tool("mirror", {"x": 1, "y": 2})
+    split = await client.call_tool("words", {"text": "a b c"})
+    echoed = await client.call_tool("untyped", {"text": "hi"})
+    assert (squared.structured_content, squared.content[0].text) == ({"result": 49}, "49")
+    assert mirrored.structured_content == {"x": 2, "y": 1}
+    assert json.loads(mirrored.content[0].text) == {"x": 2, "y": 1}
+    assert split.structured_content == {"result": ["a", "b", "c"]}
+    assert echoed.structured_content is None and echoed.content[0].text == "hi"
+
+
+async def test_an_image_stays_an_image_content_block(client: Client) -> None:
+    result = await client.call_tool("picture", {"caption": "a dot"})
+    image, caption = result.content
+    assert (image.type, image.mime_type, image.data) == ("image", "image/png", PNG)
+    assert (caption.type, caption.text) == ("text", "a dot")
+    assert result.structured_content["result"][0]["data"] == PNG  # it declared `-> list`
+    assert not result.is_error
+
+
+async def test_a_failed_call_with_an_output_schema_is_an_error_result(client: Client) -> None:
+    result = await client.call_tool("square", {"x": "seven"})
+    assert result.is_error and "invalid arguments for tool 'square'" in result.content[0].text
+
+
+# -- details, in-process ---------------------------------------------------------------------
+
+
+async def test_openai_style_image_parts_become_image_blocks() -> None:
+    from jianmu_bt import tool
+
+    @tool(blocking=False)
+    def shot() -> dict:
+        """A screenshot."""
+        return {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}}
+
+    async with Client(build_mcp_server(ToolSet([shot]))) as connected:
+        result = await connected.call_tool("shot", {})
+    assert [(b.type, b.mime_type, b.data) for b in result.content] == [("image", "image/png", PNG)]
+
+
+async def test_an_output_that_does_not_fit_its_schema_is_an_error_not_a_crash() -> None:
+    from jianmu_bt import tool
+
+    @tool(blocking=False, output_schema={"type": "object", "properties": {"n": {}}})
+    def liar() -> object:
+        """Claims an object, returns a number."""
+        return 3
+
+    async with Client(build_mcp_server(ToolSet([liar, square]))) as connected:
+        result = await connected.call_tool("liar", {})
+        after = await connected.call_tool("square", {"x": 2})
+    assert result.is_error and "does not fit its outputSchema" in result.content[0].text
+    assert after.structured_content == {"result": 4}
+
+
+def test_the_sample_tools_cover_the_cases() -> None:
+    assert untyped.output_schema.get("description") == "Output of the tool"  # the default
+    assert picture.output_schema["type"] == "array"
