@@ -62,10 +62,19 @@ def last_statuses(events: Iterable[Mapping[str, Any]]) -> dict[str, Status]:
 
 
 def tree_nodes_data(root: py_trees.behaviour.Behaviour) -> list[dict[str, Any]]:
-    """The tree's nodes in pre-order as `{"index", "id", "name", "kind"}` (a `tree.nodes` event)."""
+    """The tree's nodes in pre-order as `{"index", "id", "name", "kind", "parent"}` (a
+    `tree.nodes` event; `parent` is the parent's index, None for the root)."""
+    nodes = list(walk(root))
+    index_of = {id(node): index for index, node in enumerate(nodes)}
     return [
-        {"index": index, "id": str(node.id), "name": node.name, "kind": type(node).__name__}
-        for index, node in enumerate(walk(root))
+        {
+            "index": index,
+            "id": str(node.id),
+            "name": node.name,
+            "kind": type(node).__name__,
+            "parent": index_of.get(id(node.parent)) if node.parent is not None else None,
+        }
+        for index, node in enumerate(nodes)
     ]
 
 

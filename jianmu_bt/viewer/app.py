@@ -1,0 +1,173 @@
+"""The viewer's web app (Starlette): the page, its two static files, the tree, the event stream
+and the decisions.
+
+| route | what |
+|---|---|
+| `GET /` | the page (`static/index.html`) |
+| `GET /static/NAME` | draw.js, viewer.js, viewer.css; no other file is served |
+| `GET /api/tree` | the tree's nodes, its SVG (when Graphviz drew it), the mode and the problems |
+| `GET /api/events` | Server-Sent Events, ids from 1; `Last-Event-ID` (or `?after=N`) resumes |
+| `GET /api/pending` | the calls waiting for a reviewer |
+| `POST /api/decide` | `{"call_id", "decision": "approve"|"deny", "reason"}`; needs the token |
+| `POST /api/fork` | `{"seq"}`: a new run from that checkpoint of a durable run; needs the token |
+
+Every request passes `HostOriginGuard` first (foreign Host or Origin: 403).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from jianmu_bt.viewer.forking import ForkError
+from jianmu_bt.viewer.guard_http import TOKEN_HEADER, Access, HostOriginGuard
+from jianmu_bt.viewer.sources import DecisionError, Source
+
+#: The folder of the page's files (shipped in the package).
+STATIC = Path(__file__).with_name("static")
+#: The only files served, with their media types.
+ASSETS = {
+    "index.html": "text/html; charset=utf-8",
+    "draw.js": "text/javascript; charset=utf-8",
+    "viewer.js": "text/javascript; charset=utf-8",
+    "viewer.css": "text/css; charset=utf-8",
+}
+#: Seconds between keep-alive comments on an idle event stream.
+KEEPALIVE = 15.0
+NO_CACHE = {"cache-control": "no-store"}
+
+
+def _asset(name: str) -> Response:
+    if name not in ASSETS:
+        return Response("not found", status_code=404, media_type="text/plain")
+    data = (STATIC / name).read_bytes()
+    return Response(data, media_type=ASSETS[name], headers=NO_CACHE)
+
+
+def _last_id(request: Request) -> int:
+    raw = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
+    try:
+        return max(0, int(raw))
+    except ValueError:
+        return 0
+
+
+def create_app(source: Source, access: Access) -> Any:
+    """The ASGI app serving `source`, its requests checked against `access`."""
+
+    async def page(request: Request) -> Response:
+        return _asset("index.html")
+
+    async def static(request: Request) -> Response:
+        return _asset(request.path_params["name"])
+
+    async def tree(request: Request) -> Response:
+        document = source.view.as_json()
+        document.update(
+            mode=source.mode, problems=source.problems, can_fork=source.fork is not None
+        )
+        return JSONResponse(document, headers=NO_CACHE)
+
+    async def events(request: Request) -> Response:
+        last = _last_id(request)
+
+        async def stream() -> AsyncIterator[str]:
+            nonlocal last
+            yield "retry: 1000\n\n"
+            while True:
+                for number, line in source.hub.after(last):
+                    last = number
+                    yield f"id: {number}\nevent: run\ndata: {line}\n\n"
+                if source.hub.finished and len(source.hub) <= last:
+                    yield "event: end\ndata: {}\n\n"
+                    return
+                if await request.is_disconnected():
+                    return
+                before = last
+                await source.hub.wait(last, KEEPALIVE)
+                if len(source.hub) <= before and not source.hub.finished:
+                    yield ": keep-alive\n\n"
+
+        return StreamingResponse(
+            stream(),
+            media_type="text/event-stream",
+            headers={**NO_CACHE, "x-accel-buffering": "no"},
+        )
+
+    async def no_icon(request: Request) -> Response:
+        return Response(status_code=204)
+
+    async def pending(request: Request) -> Response:
+        return JSONResponse({"pending": source.pending()}, headers=NO_CACHE)
+
+    async def action_body(request: Request) -> dict[str, Any] | Response:
+        """The JSON object of an action's body, or the response refusing it (403, 400)."""
+        if not access.token_ok(request.headers.get(TOKEN_HEADER)):
+            return JSONResponse(
+                {"error": "no valid action token: give the token the viewer printed at start-up"},
+                status_code=403,
+            )
+        try:
+            body = json.loads(await request.body())
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return JSONResponse({"error": "the body is not JSON"}, status_code=400)
+        if not isinstance(body, dict):
+            return JSONResponse({"error": "the body must be a JSON object"}, status_code=400)
+        return body
+
+    async def decide(request: Request) -> Response:
+        body = await action_body(request)
+        if isinstance(body, Response):
+            return body
+        call_id, decision = body.get("call_id"), body.get("decision")
+        reason = body.get("reason") or ""
+        if not isinstance(call_id, str) or not call_id:
+            return JSONResponse({"error": "'call_id' must be a non-empty string"}, status_code=400)
+        if decision not in ("approve", "deny") or not isinstance(reason, str):
+            return JSONResponse(
+                {"error": "'decision' must be 'approve' or 'deny' ('reason' a string)"},
+                status_code=400,
+            )
+        try:
+            done = source.decide(call_id, decision == "approve", reason)
+        except DecisionError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=exc.status)
+        return JSONResponse(done)
+
+    async def fork(request: Request) -> Response:
+        body = await action_body(request)
+        if isinstance(body, Response):
+            return body
+        seq = body.get("seq")
+        if source.fork is None:
+            return JSONResponse({"error": "only a durable run's history can be forked"}, 409)
+        if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+            return JSONResponse({"error": "'seq' must be a checkpoint number (1, 2, ...)"}, 400)
+        try:
+            # The store's I/O in a worker thread: the server's loop keeps serving meanwhile.
+            new_id = await anyio.to_thread.run_sync(source.fork, seq)
+        except ForkError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=409)
+        return JSONResponse({"run_id": new_id, "resume": f"jianmu resume {new_id}"})
+
+    app = Starlette(
+        routes=[
+            Route("/", page),
+            Route("/static/{name}", static),
+            Route("/favicon.ico", no_icon),
+            Route("/api/tree", tree),
+            Route("/api/events", events),
+            Route("/api/pending", pending),
+            Route("/api/decide", decide, methods=["POST"]),
+            Route("/api/fork", fork, methods=["POST"]),
+        ]
+    )
+    return HostOriginGuard(app, access)
