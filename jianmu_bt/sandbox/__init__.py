@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from jianmu_bt.sandbox.limits import SandboxLimits as SandboxLimits
     from jianmu_bt.sandbox.local import LocalSandbox as LocalSandbox
     from jianmu_bt.sandbox.plan import IsolationReport as IsolationReport
+    from jianmu_bt.sandbox.ray_runner import RayRunner as RayRunner
     from jianmu_bt.sandbox.toolspec import ToolNotPortableError as ToolNotPortableError
     from jianmu_bt.tools.runners import (
         InProcessRunner as InProcessRunner,

@@ -7,7 +7,7 @@ from typing import Any
 
 from jianmu_bt.tools.runners import InProcessRunner, ToolRunner
 
-RUNNER_KINDS = ("inprocess", "local", "docker")
+RUNNER_KINDS = ("inprocess", "local", "docker", "ray")
 
 
 def create_runner(kind: str | Mapping[str, Any] = "inprocess", **options: Any) -> ToolRunner:
@@ -35,4 +35,8 @@ def create_runner(kind: str | Mapping[str, Any] = "inprocess", **options: Any) -
         from jianmu_bt.sandbox.docker import DockerSandbox
 
         return DockerSandbox(**{"network": False, **options})
+    if name == "ray":
+        from jianmu_bt.sandbox.ray_runner import RayRunner
+
+        return RayRunner(**options)
     raise ValueError(f"unknown runner {kind!r}: use one of {', '.join(RUNNER_KINDS)}")

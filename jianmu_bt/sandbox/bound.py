@@ -1,0 +1,102 @@
+"""A tool bound to a runner of its own: the YAML form `runner: ray` (or `local`, `docker`) on a
+tool entry of a tree file.
+
+`bind_runner(tool, {"kind": "ray", "num_cpus": 2})` returns a Tool with the same name, schema,
+effect tags and idempotence whose calls always go to that runner: the tool's own choice beats
+the tree's default runner. The runner is built on the first call (connecting to Ray then, not
+when the tree loads).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from jianmu_bt.tools.base import Tool
+from jianmu_bt.tools.runners import ToolRunner
+
+
+def runner_options(spec: str | Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The (kind, options) of a `runner:` value: a name, or a mapping with `kind` and options.
+
+    ValueError names an unknown kind or option (checked when the tree loads, not at a call).
+    """
+    from jianmu_bt.sandbox.factory import RUNNER_KINDS
+
+    if isinstance(spec, str):
+        kind, options = spec, {}
+    elif isinstance(spec, Mapping):
+        options = {k: v for k, v in spec.items() if k != "kind"}
+        kind = str(spec.get("kind", ""))
+    else:
+        raise ValueError(f"runner: expected a name or a mapping with 'kind', got {spec!r}")
+    kind = kind.strip().lower().replace("-", "").replace("_", "")
+    kind = "inprocess" if kind == "none" else kind
+    if kind not in RUNNER_KINDS:
+        raise ValueError(f"unknown runner {kind!r}: use one of {', '.join(RUNNER_KINDS)}")
+    if kind == "ray":
+        from jianmu_bt.sandbox.ray_runner import RAY_OPTIONS
+
+        unknown = sorted(set(options) - set(RAY_OPTIONS))
+        if unknown:
+            raise ValueError(
+                f"runner ray: unknown option(s) {', '.join(unknown)}; "
+                f"its options are {', '.join(RAY_OPTIONS)}"
+            )
+    return kind, options
+
+
+class RunnerBoundTool(Tool):
+    """`inner` whose every call goes to the runner built from `kind` and `options`."""
+
+    def __init__(self, inner: Tool, kind: str, options: Mapping[str, Any]) -> None:
+        self.inner = inner
+        self.kind = kind
+        self.runner_options = dict(options)
+        self._runner: ToolRunner | None = None
+        self.name = inner.name
+        self.description = inner.get_description()
+        self.input_schema = inner.input_schema
+        self.output_schema = inner.output_schema
+        self.parallel_safe = inner.parallel_safe
+        self.effect_tags = inner.effect_tags
+        self.idempotent = inner.idempotent
+        self.timeout = inner.timeout
+
+    @property
+    def runner(self) -> ToolRunner:
+        """The bound runner (built on first use)."""
+        if self._runner is None:
+            from jianmu_bt.sandbox.factory import create_runner
+
+            self._runner = create_runner(self.kind, **self.runner_options)
+        return self._runner
+
+    def run(self, input: Any) -> Any:
+        """Not used: every call goes to the bound runner (see `_dispatch`)."""
+        raise RuntimeError(f"tool '{self.name}' runs only through its {self.kind} runner")
+
+    async def execute_local(self, args: Any) -> Any:
+        """Run the inner tool here (what the bound runner's worker does)."""
+        return await self.inner.execute_local(args)
+
+    async def _dispatch(self, merged: Any, runner: ToolRunner | None) -> Any:
+        # The tool's own runner wins over the one the caller passes (the tree's default).
+        return await self.runner.run(self.inner, merged)
+
+    def close(self) -> None:
+        """Close the bound runner when it has a `close()` (a RayRunner's local Ray)."""
+        close = getattr(self._runner, "close", None)
+        if callable(close):
+            close()
+
+    def __repr__(self) -> str:
+        return f"RunnerBoundTool({self.inner!r}, {self.kind})"
+
+
+def bind_runner(tool: Tool, spec: str | Mapping[str, Any]) -> Tool:
+    """`tool` bound to the runner `spec` names (`"ray"`, `{"kind": "ray", "num_cpus": 2}`)."""
+    kind, options = runner_options(spec)
+    if kind == "inprocess" and not options:
+        return tool
+    return RunnerBoundTool(tool, kind, options)
