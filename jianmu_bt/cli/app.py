@@ -14,14 +14,17 @@ from collections.abc import Sequence
 
 from jianmu_bt._version import __version__
 from jianmu_bt.cli import (
+    batch_command,
     dot_command,
     mcp_command,
+    overlay_command,
     resume_command,
     run_command,
     runs_command,
     schema_command,
     tools_command,
     validate_command,
+    view_command,
 )
 from jianmu_bt.cli.errors import CLIError
 
@@ -63,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
         tools_command,
         schema_command,
         mcp_command,
+        batch_command,
+        overlay_command,
+        view_command,
     ):
         module.add_parser(commands)
     return parser

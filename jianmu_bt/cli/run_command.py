@@ -13,10 +13,11 @@ from typing import Any
 
 from jianmu_bt.cli.approvals import MODES, default_mode
 from jianmu_bt.cli.errors import CLIError
-from jianmu_bt.cli.loading import apply_inputs, load_tree_file, parse_assignments
+from jianmu_bt.cli.loading import apply_inputs, existing_file, load_tree_file, parse_assignments
 from jianmu_bt.cli.run_session import add_output_options, run_and_report
 from jianmu_bt.cli.stores import STORE_HELP, open_run_store, store_errors, waiting_calls
 from jianmu_bt.cli.subcommand import add_command
+from jianmu_bt.cli.view_command import add_view_options, run_viewer
 
 HELP = "run a tree to its end and print a summary"
 EPILOG = """\
@@ -27,6 +28,7 @@ examples:
   jianmu run trees/file_audit.yaml --timeout 60 --json
   jianmu run deploy.yaml --approve ask        # answer the guard's held calls at the terminal
   jianmu run deploy.yaml --approve later      # pause on a held call; jianmu resume continues
+  jianmu run research.yaml --overlay offline.yaml   # stub/replay its tools and LLM
 
 --set values are read as YAML (3 is a number, true a boolean, 'text' a string) and checked
 against the tree's state schema before the first tick. Every run is recorded in a run store
@@ -61,6 +63,13 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--no-store", action="store_true", help="do not record the run (it cannot be resumed)"
     )
+    parser.add_argument(
+        "--overlay",
+        metavar="OVERLAY.yaml",
+        help="substitute the tree's tools and LLM as this overlay file says (a test or an "
+        "offline replay; see docs/testing-trees.md); a replay that diverges fails the run",
+    )
+    add_view_options(parser)
 
 
 def _print_findings(tree: Any) -> None:
@@ -77,14 +86,16 @@ def handle(args: argparse.Namespace) -> int:
         raise CLIError("--approve later pauses the run in a store: drop --no-store")
     if args.run_id is not None and not args.run_id.strip():
         raise CLIError("--run-id: give a non-empty id")
-    mode = args.approve or default_mode()
+    # With --view and no --approve, the page decides: no terminal desk ("later"), the run waits.
+    mode = args.approve or ("later" if args.view else default_mode())
     tree = load_tree_file(args.file)
     store = None
     try:
+        overlay = _apply_overlay(tree, args.overlay)
         _print_findings(tree)
         apply_inputs(tree.state, inputs)
         store = None if args.no_store else open_run_store(args.store, create=True)
-        hold = "pause" if mode == "later" else "wait"
+        hold = "pause" if args.approve == "later" else "wait"
 
         def start() -> Any:
             with store_errors():
@@ -93,11 +104,40 @@ def handle(args: argparse.Namespace) -> int:
         def waiting() -> list[Any]:
             return waiting_calls(store, tree.runner.context.run_id) if store else []
 
-        return run_and_report(tree, args, mode, start, waiting)
+        with run_viewer(tree, args):
+            code = run_and_report(tree, args, mode, start, waiting)
+        return _overlay_verdict(overlay, code)
     finally:
         tree.close()
         if store is not None:
             store.close()
+
+
+def _apply_overlay(tree: Any, path: str | None) -> Any:
+    """Apply the `--overlay` file to the loaded tree (its errors are reported like a tree's)."""
+    if path is None:
+        return None
+    from jianmu_bt.testing import OverlayError, load_overlay
+
+    try:
+        overlay = load_overlay(existing_file(path, "overlay file"))
+        overlay.apply(tree)
+    except OverlayError as exc:
+        for diagnostic in exc.diagnostics:
+            print(diagnostic, file=sys.stderr)
+        raise CLIError(
+            f"--overlay {path}: {len(exc.errors)} error(s); the tree was not run"
+        ) from None
+    return overlay
+
+
+def _overlay_verdict(overlay: Any, code: int) -> int:
+    """The exit status: 1 when the run made calls the overlay's recording did not have."""
+    if overlay is None or not overlay.divergences:
+        return code
+    for message in overlay.divergences:
+        print(f"jianmu: overlay: {message}", file=sys.stderr)
+    return 1
 
 
 def _run(tree: Any, timeout: float | None, store: Any, run_id: str | None, hold: str) -> Any:

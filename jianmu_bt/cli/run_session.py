@@ -42,6 +42,7 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
 
 def _open_trace(path: str, tree: Any, stack: ExitStack) -> None:
     from jianmu_bt.runtime import TraceWriter
+    from jianmu_bt.viewer.trace_events import TRACE_FORMAT, record_state_writes
     from jianmu_bt.viz import TREE_NODES_EVENT, tree_nodes_data
 
     target = Path(path)
@@ -53,7 +54,9 @@ def _open_trace(path: str, tree: Any, stack: ExitStack) -> None:
         raise CLIError(f"--trace {path}: cannot write ({exc.strerror})") from None
     stack.callback(tree.events.subscribe(writer))
     # The node layout lets `jianmu dot --status-from` colour a freshly loaded copy of the tree.
-    tree.events.emit(TREE_NODES_EVENT, nodes=tree_nodes_data(tree.root))
+    tree.events.emit(TREE_NODES_EVENT, nodes=tree_nodes_data(tree.root), format=TRACE_FORMAT)
+    # State writes too, so a replay (`jianmu view --trace`) shows the state at every event.
+    stack.callback(record_state_writes(tree))
 
 
 def run_and_report(

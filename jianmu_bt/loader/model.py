@@ -89,6 +89,7 @@ class BuiltinToolEntry(BaseModel):
 
     builtin: Text = Field(description="A built-in tool name or alias.")
     options: dict[str, Any] = Field(default_factory=dict, description="Constructor options.")
+    runner: str | dict[str, Any] | None = Field(None, description="Where calls run (ray, local).")
 
 
 class PythonToolEntry(BaseModel):
@@ -100,6 +101,7 @@ class PythonToolEntry(BaseModel):
         description="'module:attr' of a Tool, a Tool class, or a factory returning tools."
     )
     args: dict[str, Any] = Field(default_factory=dict, description="Keyword arguments.")
+    runner: str | dict[str, Any] | None = Field(None, description="Where calls run (ray, local).")
 
 
 class MCPToolEntry(BaseModel):

@@ -23,9 +23,11 @@ from jianmu_bt.loader.catalog import ImportProblem, ToolCatalog, import_tools
 from jianmu_bt.loader.diagnostics import Diagnostic, Severity
 from jianmu_bt.loader.model import BuiltinToolEntry, MCPToolEntry, PythonToolEntry
 from jianmu_bt.loader.records import Unit
+from jianmu_bt.loader.repair import Repair
 from jianmu_bt.tools import (
     BuiltinToolProvider,
     Tool,
+    ToolConfigurationError,
     ToolProvider,
     ToolSet,
     ToolUnavailableError,
@@ -96,7 +98,8 @@ def _entry_tools(
     if isinstance(entry, MCPToolEntry):
         from jianmu_bt.mcp.provider import MCPToolProvider  # optional layer: load on use
 
-        return [MCPToolProvider.from_config(entry.mcp)]
+        config = entry.mcp.with_roots_from(base_dir, options.get("workspace"))
+        return [MCPToolProvider.from_config(config)]
     if isinstance(entry, PythonToolEntry):
         return import_tools(entry.python, base_dirs, entry.args)
     if isinstance(entry, str) and ":" in entry:
@@ -117,8 +120,15 @@ def resolve_tools(
     units: list[Unit],
     python_tools: Iterable[Tool] | ToolSet | None,
     providers: Iterable[ToolProvider] | None,
+    repairs: Mapping[str, Repair] | None = None,
 ) -> tuple[ToolCatalog, list[Diagnostic]]:
-    """The tree's tool catalog from every file's `tools:` entries, and the problems found."""
+    """The tree's tool catalog from every file's `tools:` entries, and the problems found.
+
+    An entry that cannot give its tool (unknown, not importable, a missing optional package, a
+    constructor that refuses its options) is reported where it is written and makes only that
+    tool unavailable, with the reason (a node that uses it is then an error there); the other
+    entries resolve as usual. Entries the model refused (`repairs`) are skipped: already reported.
+    """
     catalog = _catalog(units, python_tools, providers)
     problems: list[Diagnostic] = []
 
@@ -130,7 +140,10 @@ def resolve_tools(
 
     for unit in units:
         options = anchored(unit.model.tool_options, unit.base_dir)
+        refused = repairs[unit.key].tool_entries if repairs and unit.key in repairs else set()
         for index, entry in enumerate(unit.model.tools):
+            if index in refused:
+                continue
             found: list[Tool | ToolProvider] = []
             try:
                 found = _entry_tools(entry, catalog, options, catalog.base_dirs, unit.base_dir)
@@ -150,11 +163,28 @@ def resolve_tools(
                 name = _builtin_name(entry) or str(entry)
                 catalog.unavailable[BuiltinToolProvider.canonical_name(name)] = str(exc)
                 problem(unit, index, str(exc), "tool-unavailable", "warning")
+            except ToolConfigurationError as exc:
+                name = _builtin_name(entry) or str(entry)
+                catalog.unavailable[BuiltinToolProvider.canonical_name(name)] = str(exc)
+                problem(unit, index, str(exc), "tool-options")
             except (ValueError, TypeError) as exc:
                 problem(unit, index, f"cannot use this tool entry: {exc}", "tool-entry")
+            if getattr(entry, "runner", None) is not None:  # `runner: ray` on the entry
+                found = _bound(found, entry.runner, unit, index, problem)  # type: ignore[union-attr]
             for item in found:
                 if isinstance(item, Tool):
                     catalog.tools[item.name.lower()] = item
                 else:
                     catalog.providers.append(item)
     return catalog, problems
+
+
+def _bound(found: list[Any], runner: Any, unit: Unit, index: int, problem: Any) -> list[Any]:
+    """The entry's tools bound to its `runner:` (an error for an unknown runner or option)."""
+    from jianmu_bt.sandbox.bound import bind_runner
+
+    try:
+        return [bind_runner(t, runner) if isinstance(t, Tool) else t for t in found]
+    except ValueError as exc:
+        problem(unit, index, str(exc), "tool-runner")
+        return []
