@@ -33,9 +33,8 @@ from jianmu_bt.tools import Tool, ToolCall, ToolResult
 from jianmu_bt.tools.blocking import BlockingPool, blocking_pool
 from jianmu_bt.tools.call_context import (
     ProgressSink,
-    progress_sink,
-    reset_idempotency_key,
-    set_idempotency_key,
+    enter_call,
+    leave_call,
     wants_idempotency_key,
 )
 from jianmu_bt.tools.retry import RetryPolicy
@@ -101,32 +100,30 @@ class _Batch:
         self.results[id_of(call)] = result
 
     async def _go_on(self, tool: Tool, call: ToolCall, first: ToolResult) -> None:
-        token = set_idempotency_key(call.id)
+        token = enter_call(call.id, self.progress(tool, call))
         try:
-            with progress_sink(self.progress(tool, call)):
-                self.results[id_of(call)] = await run_tool_call(
-                    self.context,
-                    self.node,
-                    tool,
-                    call,
-                    retry=self.retry,
-                    timeout=self.timeout,
-                    guard=self.guard,
-                    first=first,
-                    started=self.started,
-                )
+            self.results[id_of(call)] = await run_tool_call(
+                self.context,
+                self.node,
+                tool,
+                call,
+                retry=self.retry,
+                timeout=self.timeout,
+                guard=self.guard,
+                first=first,
+                started=self.started,
+            )
         finally:
-            reset_idempotency_key(token)
+            leave_call(token)
 
     async def run_inline(self, tool: Tool, call: ToolCall) -> None:
         """The first attempt of a call that runs on the loop: here, now."""
         emit_started(self.events, self.node, tool, call)
-        token = set_idempotency_key(call.id)
+        token = enter_call(call.id, self.progress(tool, call))
         try:
-            with progress_sink(self.progress(tool, call)):
-                result = await tool.call(call.arguments, timeout=self.timeout)
+            result = await tool.call(call.arguments, timeout=self.timeout)
         finally:
-            reset_idempotency_key(token)
+            leave_call(token)
         self.finish(tool, call, result)
 
     def submit(
@@ -141,12 +138,11 @@ class _Batch:
         if isinstance(job, ToolResult):
             self.finish(tool, call, job)
             return None
-        token = set_idempotency_key(call.id)  # the job runs in a copy of this context
+        token = enter_call(call.id, self.progress(tool, call))  # the job runs in a copy
         try:
-            with progress_sink(self.progress(tool, call)):
-                future = pool.submit(job)
+            future = pool.submit(job)
         finally:
-            reset_idempotency_key(token)
+            leave_call(token)
         limit = tool.timeout if self.timeout is None else self.timeout
         deadline = float("inf") if limit is None else time.monotonic() + limit
         return future, _Running(tool, call, limit, deadline)

@@ -2,7 +2,7 @@
 
 A tool reports progress with `report_progress(done, total, message)` (an MCP tool forwards its
 server's progress notifications the same way); the node running the call installs the sink made
-here with `progress_sink(...)`, and each report becomes one event:
+here with `enter_call(key, sink)`, and each report becomes one event:
 
     tool.progress  node, tool, call_id, progress, total, message
 

@@ -40,9 +40,8 @@ from jianmu_bt.runtime.task_groups import create_task_group, on_asyncio, start_s
 from jianmu_bt.tools import Tool, ToolCall, ToolResult, ToolSet
 from jianmu_bt.tools.call_context import (
     IDEMPOTENCY_PARAMETER,
-    progress_sink,
-    reset_idempotency_key,
-    set_idempotency_key,
+    enter_call,
+    leave_call,
     wants_idempotency_key,
 )
 from jianmu_bt.tools.runners import ToolRunner
@@ -272,23 +271,22 @@ class ToolExecutor(AsyncNode):
         injected = (
             {IDEMPOTENCY_PARAMETER: idempotency_key} if wants_idempotency_key(found) else None
         )
-        token = set_idempotency_key(idempotency_key)
         events = self.context.events if self.context else None
+        token = enter_call(idempotency_key, progress_events(events, self.name, found.name, call.id))
         try:
-            with progress_sink(progress_events(events, self.name, found.name, call.id)):
-                return await run_tool_call(
-                    self.context,
-                    self.name,
-                    found,
-                    call,
-                    retry=self.options.retry,
-                    timeout=self.options.call_timeout,
-                    injected=injected,
-                    runner=self._runner(),
-                    guard=self.active_guard(),
-                )
+            return await run_tool_call(
+                self.context,
+                self.name,
+                found,
+                call,
+                retry=self.options.retry,
+                timeout=self.options.call_timeout,
+                injected=injected,
+                runner=self._runner(),
+                guard=self.active_guard(),
+            )
         finally:
-            reset_idempotency_key(token)
+            leave_call(token)
 
     def _runner(self) -> ToolRunner | None:
         """Where calls run: this executor's runner, its toolset's, the run's `services["runner"]`

@@ -30,9 +30,8 @@ from jianmu_bt.tools import Tool, ToolCall, ToolResult, new_call_id
 from jianmu_bt.tools.base import set_node_factory
 from jianmu_bt.tools.call_context import (
     IDEMPOTENCY_PARAMETER,
-    progress_sink,
-    reset_idempotency_key,
-    set_idempotency_key,
+    enter_call,
+    leave_call,
     wants_idempotency_key,
 )
 from jianmu_bt.tools.runners import ToolRunner
@@ -104,23 +103,24 @@ class ToolNode(AsyncNode):
         injected = self.injected
         if wants_idempotency_key(self.tool):
             injected = {**(injected or {}), IDEMPOTENCY_PARAMETER: idempotency_key}
-        token = set_idempotency_key(idempotency_key)
         events = self.context.events if self.context else None
+        token = enter_call(
+            idempotency_key, progress_events(events, self.name, self.tool.name, call.id)
+        )
         try:
-            with progress_sink(progress_events(events, self.name, self.tool.name, call.id)):
-                return await run_tool_call(
-                    self.context,
-                    self.name,
-                    self.tool,
-                    call,
-                    retry=self.options.retry,
-                    timeout=self.options.call_timeout,
-                    injected=injected,
-                    runner=self.runner,
-                    guard=guard,
-                )
+            return await run_tool_call(
+                self.context,
+                self.name,
+                self.tool,
+                call,
+                retry=self.options.retry,
+                timeout=self.options.call_timeout,
+                injected=injected,
+                runner=self.runner,
+                guard=guard,
+            )
         finally:
-            reset_idempotency_key(token)
+            leave_call(token)
 
     def _refused(self, call: ToolCall, refusal: ToolResult) -> bool:
         self.last_result = refusal

@@ -11,33 +11,61 @@ A long tool reports progress with `report_progress(done, total, message)`: whoev
 (a tree node, which turns it into a `tool.progress` run event; the MCP server, which sends it to
 the client as a progress notification) installs a sink with `progress_sink(...)`. Outside such a
 call the report goes nowhere. A sink may be called from a worker thread.
+
+Both live in one context variable, set once per call by the node that runs it (`enter_call`,
+`leave_call`): a call pays one set and one reset, whatever it carries.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
+from typing import NamedTuple
 
 IDEMPOTENCY_PARAMETER = "idempotency_key"
 """The name of the injected parameter that receives a call's idempotency key."""
 
-_IDEMPOTENCY_KEY: ContextVar[str | None] = ContextVar("jianmu_idempotency_key", default=None)
+ProgressSink = Callable[[float, "float | None", "str | None"], None]
+"""Receives `(progress, total, message)` reports of the call running in its context."""
+
+
+class CallScope(NamedTuple):
+    """What the tool call running in a context may know: its idempotency key and progress sink."""
+
+    key: str | None = None
+    progress: ProgressSink | None = None
+
+
+_OUTSIDE = CallScope()
+_CALL: ContextVar[CallScope] = ContextVar("jianmu_call", default=_OUTSIDE)
+
+
+def enter_call(key: str | None, progress: ProgressSink | None = None) -> Token[CallScope]:
+    """Mark the current context as running a call with this key and progress sink; returns the
+    token for `leave_call`."""
+    return _CALL.set(CallScope(key, progress))
+
+
+def leave_call(token: Token[CallScope]) -> None:
+    """Undo `enter_call`."""
+    _CALL.reset(token)
 
 
 def idempotency_key() -> str | None:
     """The idempotency key of the tool call running now, or None outside a call."""
-    return _IDEMPOTENCY_KEY.get()
+    return _CALL.get().key
 
 
-def set_idempotency_key(key: str | None) -> object:
-    """Set the key for the current context; returns a token for `reset_idempotency_key`."""
-    return _IDEMPOTENCY_KEY.set(key)
+def set_idempotency_key(key: str | None) -> Token[CallScope]:
+    """Set the key for the current context (the progress sink stays); returns a token for
+    `reset_idempotency_key`."""
+    return _CALL.set(CallScope(key, _CALL.get().progress))
 
 
-def reset_idempotency_key(token: object) -> None:
+def reset_idempotency_key(token: Token[CallScope]) -> None:
     """Undo `set_idempotency_key`."""
-    _IDEMPOTENCY_KEY.reset(token)  # type: ignore[arg-type]
+    _CALL.reset(token)
 
 
 def wants_idempotency_key(tool: object) -> bool:
@@ -47,18 +75,12 @@ def wants_idempotency_key(tool: object) -> bool:
     return IDEMPOTENCY_PARAMETER in names
 
 
-ProgressSink = Callable[[float, "float | None", "str | None"], None]
-"""Receives `(progress, total, message)` reports of the call running in its context."""
-
-_PROGRESS_SINK: ContextVar[ProgressSink | None] = ContextVar("jianmu_progress_sink", default=None)
-
-
 def report_progress(
     progress: float, total: float | None = None, message: str | None = None
 ) -> None:
     """Report how far the running tool call is (`progress` of `total`, both in the tool's own
     unit; `total` None when unknown). A no-op outside a call whose runner listens."""
-    sink = _PROGRESS_SINK.get()
+    sink = _CALL.get().progress
     if sink is not None:
         sink(progress, total, message)
 
@@ -66,9 +88,9 @@ def report_progress(
 @contextmanager
 def progress_sink(sink: ProgressSink | None) -> Iterator[None]:
     """Send the progress reports of calls run in this context (and the threads it hands calls
-    to) to `sink` until the block ends."""
-    token = _PROGRESS_SINK.set(sink)
+    to) to `sink` until the block ends; the call's idempotency key stays."""
+    token = _CALL.set(CallScope(_CALL.get().key, sink))
     try:
         yield
     finally:
-        _PROGRESS_SINK.reset(token)
+        _CALL.reset(token)
