@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 from jianmu_bt.loader import kinds  # noqa: F401  (importing it registers the built-in kinds)
 from jianmu_bt.loader.analysis import analyze
 from jianmu_bt.loader.argument_checks import check_arguments
-from jianmu_bt.loader.build import build_behaviours
 from jianmu_bt.loader.bulk import paused_gc
 from jianmu_bt.loader.catalog import ToolCatalog
 from jianmu_bt.loader.checks import check_tree
@@ -64,7 +63,10 @@ class LoadOptions(TypedDict, total=False):
     `tools` are Python tools available by name to the file (beating same-named built-ins);
     `providers` add tools when the tree starts; `llm` and `guard` replace the file's own.
     `base_dir` resolves subtree files and `module:attr` imports of YAML text (default: the
-    file's folder, or the working directory for text). `check=False` skips the graph checks.
+    file's folder, or the working directory for text). `check=False` skips the graph checks
+    (`checks`: reachability, reads before writes, ...) only: the analysis and the argument
+    checks still run, as what they find would fail at run time (a missing or mistyped tool
+    argument, a `behaviour` class's unknown argument).
     """
 
     tools: Iterable[Tool] | ToolSet | None
@@ -121,7 +123,9 @@ def _locate_source(source: str | Path, base_dir: Path | None) -> tuple[Path | No
     return None, source
 
 
-def _run_pipeline(source: str | Path, options: LoadOptions) -> _Loaded:
+def _run_pipeline(
+    source: str | Path, options: LoadOptions, *, analysis_only: bool = False, build: bool = True
+) -> _Loaded:
     base_dir = options.get("base_dir")
     out = _Loaded(llm=options.get("llm"), guard=options.get("guard"))
     loader = UnitLoader()
@@ -150,7 +154,8 @@ def _run_pipeline(source: str | Path, options: LoadOptions) -> _Loaded:
         expander.units, options.get("tools"), options.get("providers"), loader.repairs
     )
     out.diagnostics += problems
-    out.diagnostics += _services(out, unit)
+    if not analysis_only:  # (the file's LLM provider and guard are made here)
+        out.diagnostics += _services(out, unit)
     if out.root_id is None:
         return out
     # Every later stage runs even after errors (so one run lists every problem of the file); a
@@ -160,6 +165,8 @@ def _run_pipeline(source: str | Path, options: LoadOptions) -> _Loaded:
     if root_id is None:
         return out
     out.diagnostics += analyze(out.records, out.state, out.catalog)
+    if analysis_only:
+        return out
     out.diagnostics += check_arguments(out.records, out.state, out.catalog)
     if options.get("check", True):
         out.diagnostics += check_tree(out.records, root_id, out.state, out.catalog)
@@ -169,8 +176,10 @@ def _run_pipeline(source: str | Path, options: LoadOptions) -> _Loaded:
     )
     if not refused_llm:  # else the file's `llm:` is reported already, not missing
         out.diagnostics += _llm_needed(out)
-    if out.failed:
+    if out.failed or not build:
         return out
+    from jianmu_bt.loader.build import build_behaviours  # py_trees and the nodes: a load only
+
     out.context = BuildContext(out.catalog)
     out.root, problems = build_behaviours(out.records, out.root_id, out.context)
     out.diagnostics += problems
@@ -247,6 +256,7 @@ def _load(source: str | Path, options: LoadOptions) -> Tree:
     from jianmu_bt.loader.session import LoadedRunner, ProviderSession
     from jianmu_bt.loader.tree import Tree
     from jianmu_bt.runtime.state import StateManager
+    from jianmu_bt.sandbox.bound import RunnerBoundTool
 
     out = _run_pipeline(source, options)
     if out.failed or out.root is None:
@@ -264,6 +274,7 @@ def _load(source: str | Path, options: LoadOptions) -> Tree:
     owned = list(out.context.owned_llms)
     if out.llm is not None and options.get("llm") is None:
         owned.append(out.llm)  # made from the file: the tree closes it
+    owned += [t for t in out.catalog.tools.values() if isinstance(t, RunnerBoundTool)]  # runners
     session = ProviderSession(out.catalog, out.context.bindings)
     runner = LoadedRunner(out.root, state, services=services, session=session, owned=owned)
     guards = [g for g in (out.guard, *out.context.guards) if g is not None]
@@ -286,11 +297,21 @@ def _load(source: str | Path, options: LoadOptions) -> Tree:
 def validate_source(source: str | Path, **options: Unpack[LoadOptions]) -> list[Diagnostic]:
     """Every error and warning of a tree source, sorted; never raises for a problem in it.
 
-    It takes the options of `load_tree` (`LoadOptions`) and runs the same stages but the last.
+    It takes the options of `load_tree` (`LoadOptions`) and runs the same stages but the last:
+    every check is made before the build, so nothing the build would refuse goes unreported,
+    and py_trees and the nodes are not even imported.
     """
     _known_options("validate_source", options)
     with paused_gc():
-        return sort_diagnostics(_run_pipeline(source, options).diagnostics)
+        return sort_diagnostics(_run_pipeline(source, options, build=False).diagnostics)
+
+
+def analyse_nodes(source: str | Path, **options: Unpack[LoadOptions]) -> dict[str, NodeRecord]:
+    """Each node's record by id, through the analysis stage only (`record.io`: the state keys
+    it reads and writes; `record.unit`: its file): nothing is built, no LLM or guard is made."""
+    _known_options("analyse_nodes", options)
+    with paused_gc():
+        return _run_pipeline(source, options, analysis_only=True).records
 
 
 def format_json_schema() -> dict[str, Any]:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import difflib
 import inspect
 
+from jianmu_bt.loader.behaviour_class import load_behaviour_class
 from jianmu_bt.loader.diagnostics import Diagnostic, quote_list
-from jianmu_bt.loader.kinds_flow import load_behaviour_class
 from jianmu_bt.loader.model import BehaviourConfig
 from jianmu_bt.loader.node_facts import NodeProblem
 from jianmu_bt.loader.records import NodeRecord
@@ -29,13 +29,24 @@ def check_behaviour_args(record: NodeRecord, config: BehaviourConfig) -> list[Di
         return []  # reported by the analysis, or a signature Python cannot read
     if any(p.kind is p.VAR_KEYWORD for p in params.values()):
         known = None
-    else:
-        known = [n for n, p in params.items() if p.kind is not p.VAR_POSITIONAL]
+    else:  # `name` is the node's own `name:`, never one of `args`
+        known = [n for n, p in params.items() if p.kind is not p.VAR_POSITIONAL and n != "name"]
     label = f"behaviour '{record.name}' ({config.class_})"
     found = []
     meant: set[str] = set()  # a misspelt argument is one finding, not also a missing one
     for key in config.args:
-        if known is not None and key not in known:
+        if key == "name":
+            found.append(
+                Diagnostic(
+                    record.unit.file,
+                    *record.at(("args", key), key=True),
+                    "error",
+                    f"{label}: `args.name` is not an argument: the node's name is its own `name:`",
+                    "unknown-argument",
+                    "move it out of `args:` and write `name: ...` on the node",
+                )
+            )
+        elif known is not None and key not in known:
             meant.update(difflib.get_close_matches(key, known, n=1, cutoff=0.6))
             line, col = record.at(("args", key), key=True)
             found.append(
@@ -64,7 +75,8 @@ def check_behaviour_args(record: NodeRecord, config: BehaviourConfig) -> list[Di
                     "error",
                     f"{label} needs the argument '{name}'",
                     "missing-argument",
-                    f"add `{name}: ...` under `args:` (its arguments: {quote_list(params)})",
+                    f"add `{name}: ...` under `args:` (its arguments: "
+                    f"{quote_list(n for n in params if n != 'name')})",
                 )
             )
     return found

@@ -1,16 +1,17 @@
-"""Control-flow node kinds: composites, decorators, status converters, subtree, behaviour."""
+"""Control-flow node kinds: composites, decorators, status converters, subtree, behaviour.
+
+py_trees is imported by the builders, when a tree is built: validating a file needs only the
+configs and the outcome rules (`jianmu validate` starts faster without it).
+"""
 
 from __future__ import annotations
 
-import inspect
+import functools
+import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import py_trees
-from py_trees.behaviour import Behaviour
-from py_trees.composites import Parallel, Selector, Sequence
-from py_trees.decorators import Decorator, Inverter, OneShot, Repeat, Retry, Timeout
-
+from jianmu_bt.loader.behaviour_class import load_behaviour_class
 from jianmu_bt.loader.model import (
     BehaviourConfig,
     DecoratorConfig,
@@ -27,15 +28,15 @@ from jianmu_bt.loader.model import (
 )
 from jianmu_bt.loader.node_facts import NodeIO, NodeProblem, Outcome
 from jianmu_bt.loader.registry import NodeKind, register_kind
-from jianmu_bt.runtime.lean import lean
-from jianmu_bt.tools.references import ReferenceProblem, resolve_reference
 
 if TYPE_CHECKING:
+    from py_trees.behaviour import Behaviour
+
     from jianmu_bt.loader.context import BuildContext
     from jianmu_bt.loader.records import NodeRecord
 
-Children = list[Behaviour]
-Build = Callable[["NodeRecord", Children, "BuildContext"], Behaviour]
+Children = list["Behaviour"]
+Build = Callable[["NodeRecord", Children, "BuildContext"], "Behaviour"]
 Rule = Callable[[Any, list[Outcome]], Outcome]
 Namer = Callable[[Any], str]
 
@@ -43,18 +44,26 @@ Namer = Callable[[Any], str]
 # --- composites -------------------------------------------------------------------------------
 
 
-def _composite(
-    cls: type[Sequence | Selector],
-    model: type[SequenceConfig | SelectorConfig],
-) -> Build:
+@functools.cache
+def _lean(module: str, name: str) -> Any:
+    """The lean (`jianmu_bt.runtime.lean`) form of the py_trees class `py_trees.<module>.<name>`."""
+    from jianmu_bt.runtime.lean import lean
+
+    return lean(getattr(importlib.import_module(f"py_trees.{module}"), name))
+
+
+def _composite(name: str, model: type[SequenceConfig | SelectorConfig]) -> Build:
     def build(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
         memory = record.config_as(model).memory
-        return lean(cls)(record.name, memory=memory, children=children)
+        built: Behaviour = _lean("composites", name)(record.name, memory=memory, children=children)
+        return built
 
     return build
 
 
 def _parallel(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
+    import py_trees
+
     config = record.config_as(ParallelConfig)
     policies = py_trees.common.ParallelPolicy
     policy: py_trees.common.ParallelPolicy.Base
@@ -65,7 +74,10 @@ def _parallel(record: NodeRecord, children: Children, ctx: BuildContext) -> Beha
     else:
         chosen = [children[i] for i in config.selected or ()]
         policy = policies.SuccessOnSelected(chosen, synchronise=config.synchronise)
-    return lean(Parallel)(record.name, policy=policy, children=children)
+    built: Behaviour = _lean("composites", "Parallel")(
+        record.name, policy=policy, children=children
+    )
+    return built
 
 
 def _sequence_outcome(config: Any, children: list[Outcome]) -> Outcome:
@@ -94,8 +106,8 @@ def _fixed_name(title: str) -> Namer:
 
 
 for _kind, _config, _build, _outcome in (
-    ("sequence", SequenceConfig, _composite(Sequence, SequenceConfig), _sequence_outcome),
-    ("selector", SelectorConfig, _composite(Selector, SelectorConfig), _selector_outcome),
+    ("sequence", SequenceConfig, _composite("Sequence", SequenceConfig), _sequence_outcome),
+    ("selector", SelectorConfig, _composite("Selector", SelectorConfig), _selector_outcome),
     ("parallel", ParallelConfig, _parallel, _parallel_outcome),
 ):
     register_kind(
@@ -113,9 +125,10 @@ for _kind, _config, _build, _outcome in (
 # --- decorators -------------------------------------------------------------------------------
 
 
-def _decorator(cls: type[Decorator], convert: Callable[[str, Any], Any] | None = None) -> Build:
-    """A builder of `cls` around the one child, given the config's own keys (beyond those of
-    every decorator) as keyword arguments, each through `convert(key, value)` when given."""
+def _decorator(name: str, convert: Callable[[str, Any], Any] | None = None) -> Build:
+    """A builder of `py_trees.decorators.<name>` around the one child, given the config's own
+    keys (beyond those of every decorator) as keyword arguments, each through
+    `convert(key, value)` when given."""
 
     def build(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
         config = record.config
@@ -126,7 +139,8 @@ def _decorator(cls: type[Decorator], convert: Callable[[str, Any], Any] | None =
         }
         if convert is not None:
             own = {key: convert(key, value) for key, value in own.items()}
-        return lean(cls)(name=record.name, child=children[0], **own)
+        built: Behaviour = _lean("decorators", name)(name=record.name, child=children[0], **own)
+        return built
 
     return build
 
@@ -156,6 +170,8 @@ def _inverted(config: Any, children: list[Outcome]) -> Outcome:
 def _one_shot_policy(key: str, value: Any) -> Any:
     if key != "policy":
         return value
+    import py_trees
+
     if value == "on_completion":
         return py_trees.common.OneShotPolicy.ON_COMPLETION
     return py_trees.common.OneShotPolicy.ON_SUCCESSFUL_COMPLETION
@@ -183,30 +199,30 @@ def _register_decorator(
 
 # kind -> (config, builder, outcome rule, default name)
 _DECORATORS: dict[str, tuple[type[DecoratorConfig], Build, Rule, Namer]] = {
-    "retry": (RetryConfig, _decorator(Retry), _same, lambda c: f"Retry x{c.num_failures}"),
-    "timeout": (TimeoutConfig, _decorator(Timeout), _fixed(None, True), _timeout_name),
-    "repeat": (RepeatConfig, _decorator(Repeat), _same, _repeat_name),
-    "inverter": (InverterConfig, _decorator(Inverter), _inverted, _fixed_name("Not")),
-    "oneshot": (OneShotConfig, _decorator(OneShot, _one_shot_policy), _same, _fixed_name("Once")),
+    "retry": (RetryConfig, _decorator("Retry"), _same, lambda c: f"Retry x{c.num_failures}"),
+    "timeout": (TimeoutConfig, _decorator("Timeout"), _fixed(None, True), _timeout_name),
+    "repeat": (RepeatConfig, _decorator("Repeat"), _same, _repeat_name),
+    "inverter": (InverterConfig, _decorator("Inverter"), _inverted, _fixed_name("Not")),
+    "oneshot": (OneShotConfig, _decorator("OneShot", _one_shot_policy), _same, _fixed_name("Once")),
 }
 for _name, (_model, _builder, _rule, _title) in _DECORATORS.items():
     _register_decorator(_name, _model, _builder, _rule, _title)
 
-# name -> (py_trees class, can succeed, can fail) with None = as the child
-_CONVERTERS: dict[str, tuple[type[Decorator], bool | None, bool | None]] = {
-    "failure_is_success": (py_trees.decorators.FailureIsSuccess, True, False),
-    "failure_is_running": (py_trees.decorators.FailureIsRunning, None, False),
-    "success_is_failure": (py_trees.decorators.SuccessIsFailure, False, True),
-    "success_is_running": (py_trees.decorators.SuccessIsRunning, False, None),
-    "running_is_failure": (py_trees.decorators.RunningIsFailure, None, True),
-    "running_is_success": (py_trees.decorators.RunningIsSuccess, True, None),
+# name -> (py_trees decorator class name, can succeed, can fail) with None = as the child
+_CONVERTERS: dict[str, tuple[str, bool | None, bool | None]] = {
+    "failure_is_success": ("FailureIsSuccess", True, False),
+    "failure_is_running": ("FailureIsRunning", None, False),
+    "success_is_failure": ("SuccessIsFailure", False, True),
+    "success_is_running": ("SuccessIsRunning", False, None),
+    "running_is_failure": ("RunningIsFailure", None, True),
+    "running_is_success": ("RunningIsSuccess", True, None),
 }
 for _name, (_cls, _ok, _fail) in _CONVERTERS.items():
     _converter: type[StatusConverterConfig] = type(
         "".join(p.title() for p in _name.split("_")) + "Config",
         (StatusConverterConfig,),
         {
-            "__doc__": f"{_name.replace('_', ' ').capitalize()} (py_trees {_cls.__name__}).",
+            "__doc__": f"{_name.replace('_', ' ').capitalize()} (py_trees {_cls}).",
             # where `child: Node` resolves, as for the configs of `model`
             "__module__": StatusConverterConfig.__module__,
         },
@@ -225,7 +241,8 @@ for _name, (_cls, _ok, _fail) in _CONVERTERS.items():
 
 def _subtree(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
     # A one-child Sequence: transparent to the outcome, and a box for the subtree in displays.
-    return Sequence(record.name, memory=True, children=children)
+    built: Behaviour = _lean("composites", "Sequence")(record.name, memory=True, children=children)
+    return built
 
 
 def _subtree_name(config: SubtreeConfig) -> str:
@@ -245,21 +262,6 @@ register_kind(
         default_name=_subtree_name,
     )
 )
-
-
-def load_behaviour_class(spec: str) -> type[Behaviour]:
-    """The py_trees Behaviour class at 'module:Class' (NodeProblem when it is not one)."""
-    try:
-        value = resolve_reference(spec)
-    except ReferenceProblem as exc:
-        raise NodeProblem(str(exc), ("class",), code="import-error") from None
-    if not (inspect.isclass(value) and issubclass(value, Behaviour)):
-        raise NodeProblem(
-            f"'{spec}' is not a py_trees Behaviour class (got {type(value).__name__})",
-            ("class",),
-            code="import-error",
-        )
-    return value
 
 
 def _behaviour(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:

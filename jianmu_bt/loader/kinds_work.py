@@ -1,11 +1,13 @@
-"""Node kinds that do work: tool steps, executor, LLM turn, agent loop, condition, set."""
+"""Node kinds that do work: tool steps, executor, LLM turn, agent loop, condition, set.
+
+The node classes (and py_trees under them) are imported by the builders, when a tree is built:
+validating a file needs only the configs, their state keys and the expressions.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
-
-from py_trees.behaviour import Behaviour
 
 from jianmu_bt.loader.model import (
     AgentConfig,
@@ -18,18 +20,18 @@ from jianmu_bt.loader.model import (
 from jianmu_bt.loader.node_facts import EITHER, NodeIO, NodeProblem, Outcome
 from jianmu_bt.loader.positions import Path
 from jianmu_bt.loader.registry import NodeKind, register_kind
-from jianmu_bt.nodes.condition import Condition, ExpressionError, SafeExpression
-from jianmu_bt.nodes.options import CallOptions, ExecutorOptions
-from jianmu_bt.nodes.set_values import SetValues
-from jianmu_bt.nodes.tool_node import ToolNode
+from jianmu_bt.runtime.expressions import ExpressionError, SafeExpression
 from jianmu_bt.runtime.templates import REFERENCE
 from jianmu_bt.tools.retry import RetryPolicy
 
 if TYPE_CHECKING:
+    from py_trees.behaviour import Behaviour
+
     from jianmu_bt.loader.context import BuildContext
     from jianmu_bt.loader.records import NodeRecord
+    from jianmu_bt.nodes.options import ExecutorOptions
 
-Children = list[Behaviour]
+Children = list["Behaviour"]
 
 
 def template_refs(value: Any, path: Path) -> dict[str, Path]:
@@ -75,6 +77,9 @@ def _tool_io(config: ToolStepConfig) -> NodeIO:
 
 
 def _tool(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
+    from jianmu_bt.nodes.options import CallOptions
+    from jianmu_bt.nodes.tool_node import ToolNode
+
     config = record.config_as(ToolStepConfig)
     keys = record.keys
     node = ToolNode(
@@ -120,6 +125,8 @@ def _executor_io(config: ExecutorConfig) -> NodeIO:
 
 def _executor_options(config: ExecutorConfig | AgentConfig, **more: Any) -> ExecutorOptions:
     """How an executor (or an agent's) runs its calls, from the node's keys in the file."""
+    from jianmu_bt.nodes.options import ExecutorOptions
+
     return ExecutorOptions(
         retry=RetryPolicy.from_retries(config.max_retries),
         call_timeout=config.call_timeout,
@@ -205,6 +212,7 @@ register_kind(
 
 
 def _agent_io(config: AgentConfig) -> NodeIO:
+    _agent_services(config)  # checked with the analysis, so a validation (no build) sees them
     io = NodeIO(tools=_subset_refs(config.tools))
     io.reads.update(template_refs(config.system_prompt, ("system_prompt",)))
     io.reads.update(template_refs(config.goal, ("goal",)))
@@ -226,29 +234,39 @@ def _run_guard(node: Behaviour) -> Callable[[], Any]:
     return lookup
 
 
+def _agent_services(config: AgentConfig) -> tuple[Any, Any]:
+    """The agent's own LLM provider and guard (None when it has none), from its config; a bad
+    config is a NodeProblem at its key. The LLM and guard layers load only for such agents."""
+    provider = guard = None
+    if config.llm is not None:
+        from jianmu_bt.llm import LLMConfigurationError, provider_from_config
+
+        try:
+            provider = provider_from_config(config.llm)
+        except LLMConfigurationError as exc:
+            raise NodeProblem(str(exc), ("llm",), code="llm-config") from None
+    if config.guard is not None:
+        from jianmu_bt.guard import GuardConfigError, GuardEnforcer
+
+        try:
+            guard = GuardEnforcer.from_config(config.guard)
+        except GuardConfigError as exc:
+            raise NodeProblem(str(exc), ("guard",), code="guard-config") from None
+    return provider, guard
+
+
 def _agent(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
-    # The LLM and guard layers load when an agent is built, not when a file is validated.
-    from jianmu_bt.guard import GuardConfigError, GuardEnforcer, LayeredGuard
-    from jianmu_bt.llm import LLMConfigurationError, provider_from_config
+    from jianmu_bt.guard import LayeredGuard
     from jianmu_bt.nodes.agent import react_agent
     from jianmu_bt.nodes.llm_node import AgentLLMNode
     from jianmu_bt.nodes.tool_executor import ToolExecutor
 
     config = record.config_as(AgentConfig)
     keys = record.keys
-    provider = None
-    if config.llm is not None:
-        try:
-            provider = provider_from_config(config.llm)
-        except LLMConfigurationError as exc:
-            raise NodeProblem(str(exc), ("llm",), code="llm-config") from None
+    provider, guard = _agent_services(config)
+    if provider is not None:
         ctx.owned_llms.append(provider)
-    guard = None
-    if config.guard is not None:
-        try:
-            guard = GuardEnforcer.from_config(config.guard)
-        except GuardConfigError as exc:
-            raise NodeProblem(str(exc), ("guard",), code="guard-config") from None
+    if guard is not None:
         ctx.guards.append(guard)
     subtree = react_agent(
         record.name,
@@ -327,6 +345,8 @@ def _condition_outcome(config: ConditionConfig, children: list[Outcome]) -> Outc
 def _condition(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
     config = record.config_as(ConditionConfig)
     expression = _expression(config)
+    from jianmu_bt.nodes.condition import Condition
+
     return Condition(record.name, expression, rename={n: record.keys(n) for n in expression.names})
 
 
@@ -369,6 +389,8 @@ def _set_io(config: SetConfig) -> NodeIO:
 def _set(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
     config = record.config_as(SetConfig)
     keys = record.keys
+    from jianmu_bt.nodes.set_values import SetValues
+
     return SetValues(record.name, {keys(k): keys.template(v) for k, v in config.values.items()})
 
 

@@ -1,42 +1,43 @@
-"""The tree runtime: run state, async nodes, the event-driven runner and run events."""
+"""The tree runtime: run state, async nodes, the event-driven runner and run events.
 
-from jianmu_bt.runtime.async_node import AsyncNode, ContextNode
-from jianmu_bt.runtime.context import NodeTimeoutError, RunContext, TaskHandle
-from jianmu_bt.runtime.events import Event, EventBus, TraceWriter, read_trace
-from jianmu_bt.runtime.reducers import Reducer, ReducerSpec
-from jianmu_bt.runtime.runner import RunResult, TreeRunner
-from jianmu_bt.runtime.services import RunGuard
-from jianmu_bt.runtime.state import AgentState, StateManager
-from jianmu_bt.runtime.state_schema import (
-    StateClosedError,
-    StateToolCall,
-    StateValidationError,
-    UnknownStateKeyError,
-)
-from jianmu_bt.runtime.templates import TemplateError, references, render
+Each name is imported from its module on first use (`jianmu_bt._lazy`), so a module that needs
+one part (`jianmu_bt.runtime.templates`, `jianmu_bt.runtime.expressions`) does not load py_trees,
+the runner and the state machinery with it.
+"""
 
-__all__ = [
-    "AgentState",
-    "AsyncNode",
-    "ContextNode",
-    "Event",
-    "EventBus",
-    "NodeTimeoutError",
-    "Reducer",
-    "ReducerSpec",
-    "RunContext",
-    "RunGuard",
-    "RunResult",
-    "StateClosedError",
-    "StateManager",
-    "StateToolCall",
-    "StateValidationError",
-    "TaskHandle",
-    "TemplateError",
-    "TraceWriter",
-    "TreeRunner",
-    "UnknownStateKeyError",
-    "read_trace",
-    "references",
-    "render",
-]
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from jianmu_bt._lazy import lazy_exports
+
+if TYPE_CHECKING:  # what type checkers and IDEs see
+    from jianmu_bt.runtime.async_node import AsyncNode as AsyncNode, ContextNode as ContextNode
+    from jianmu_bt.runtime.context import (
+        NodeTimeoutError as NodeTimeoutError,
+        RunContext as RunContext,
+        TaskHandle as TaskHandle,
+    )
+    from jianmu_bt.runtime.events import (
+        Event as Event,
+        EventBus as EventBus,
+        TraceWriter as TraceWriter,
+        read_trace as read_trace,
+    )
+    from jianmu_bt.runtime.reducers import Reducer as Reducer, ReducerSpec as ReducerSpec
+    from jianmu_bt.runtime.runner import RunResult as RunResult, TreeRunner as TreeRunner
+    from jianmu_bt.runtime.services import RunGuard as RunGuard
+    from jianmu_bt.runtime.state import AgentState as AgentState, StateManager as StateManager
+    from jianmu_bt.runtime.state_schema import (
+        StateClosedError as StateClosedError,
+        StateToolCall as StateToolCall,
+        StateValidationError as StateValidationError,
+        UnknownStateKeyError as UnknownStateKeyError,
+    )
+    from jianmu_bt.runtime.templates import (
+        TemplateError as TemplateError,
+        references as references,
+        render as render,
+    )
+
+__getattr__, __dir__ = lazy_exports(__name__, globals())

@@ -6,7 +6,8 @@ import pytest
 from py_trees.common import Status
 
 from jianmu_bt.loader import load_tree
-from jianmu_bt.nodes.condition import MAX_LENGTH, Condition, ExpressionError, SafeExpression
+from jianmu_bt.nodes.condition import Condition
+from jianmu_bt.runtime.expressions import MAX_LENGTH, ExpressionError, SafeExpression
 
 STATE = {
     "total": 42,

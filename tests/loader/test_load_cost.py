@@ -228,3 +228,30 @@ def test_validating_imports_neither_networkx_nor_httpx_nor_the_tree(tmp_path: Pa
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_validating_a_tree_imports_neither_py_trees_nor_the_nodes():
+    """`jianmu validate` checks everything before the build, so it never builds: py_trees, the
+    node classes and the runner stay unloaded (the validation of a small tree starts faster)."""
+    root = Path(__file__).resolve().parents[2]
+    script = (
+        "import sys; from pathlib import Path; from jianmu_bt.loader import validate_source; "
+        f"found = validate_source(Path({str(root / 'trees' / 'quickstart.yaml')!r})); "
+        "loaded = [m for m in ('py_trees', 'jianmu_bt.nodes', 'jianmu_bt.runtime.runner') "
+        "if m in sys.modules]; print(len(found), loaded)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.split() == ["0", "[]"], out.stdout + out.stderr
+
+
+def test_an_agents_own_llm_config_is_checked_without_building(tmp_path):
+    tree = tmp_path / "agent.yaml"
+    tree.write_text(
+        "version: 1\nroot:\n  agent:\n    goal: hi\n    llm: {provider: scripted}\n",
+        encoding="utf-8",
+    )
+    found = [d for d in validate_source(tree) if d.severity == "error"]
+    assert [d.code for d in found] == ["llm-config"], found
+    assert (found[0].line, "replies" in found[0].message) == (5, True)
