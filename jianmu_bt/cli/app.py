@@ -77,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _report_load_error(exc: Exception) -> None:
     diagnostics = getattr(exc, "diagnostics", None) or []
     for diagnostic in diagnostics:
-        print(diagnostic, file=sys.stderr)
+        describe = getattr(diagnostic, "describe", None)
+        print(describe() if callable(describe) else diagnostic, file=sys.stderr)
     errors = sum(1 for d in diagnostics if getattr(d, "severity", "error") == "error")
     files = sorted({str(getattr(d, "file", "?")) for d in diagnostics}) or ["the tree"]
     print(

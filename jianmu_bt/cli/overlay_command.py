@@ -9,7 +9,6 @@ overlay file and every rule that names a tool or node its tree does not have.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -57,22 +56,13 @@ def add_parser(commands: Any) -> None:
 
 
 def _read_trace(path: Path) -> list[dict[str, Any]]:
-    events = []
+    """The trace's events (the one trace reader: a bad line is named with its place)."""
+    from jianmu_bt.viz.trace_status import TraceFormatError, load_trace
+
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CLIError(f"{path}: cannot read the trace ({exc})") from None
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CLIError(f"{path}:{number}:{exc.colno}: not a JSON event ({exc.msg})") from None
-        if not isinstance(event, dict) or "type" not in event:
-            raise CLIError(f"{path}:{number}:1: not a trace event (a JSON object with a 'type')")
-        events.append(event)
-    return events
+        return load_trace(path)
+    except TraceFormatError as exc:
+        raise CLIError(str(exc)) from None
 
 
 def handle_record(args: argparse.Namespace) -> int:
@@ -114,7 +104,7 @@ def handle_check(args: argparse.Namespace) -> int:
         tree.close()
     if problems:
         for diagnostic in problems:
-            print(diagnostic, file=sys.stderr)
+            print(diagnostic.describe(), file=sys.stderr)
         raise CLIError(f"{args.overlay}: {len(problems)} error(s)")
     print(f"{args.overlay}: fits {args.file}")
     return 0

@@ -32,7 +32,8 @@ examples:
 
 --set values are read as YAML (3 is a number, true a boolean, 'text' a string) and checked
 against the tree's state schema before the first tick. Every run is recorded in a run store
-(.jianmu/runs.db under the current directory unless --store or --no-store says otherwise).
+(.jianmu/runs.db under the current directory unless --store or --no-store says otherwise),
+except a run with --overlay: it is never stored.
 Exit status: 0 the run succeeded, 1 it failed, timed out or could not start, 3 it paused
 waiting for a decision (continue it with `jianmu resume RUN_ID`).
 """
@@ -67,14 +68,15 @@ def add_parser(commands: Any) -> None:
         "--overlay",
         metavar="OVERLAY.yaml",
         help="substitute the tree's tools and LLM as this overlay file says (a test or an "
-        "offline replay; see docs/testing-trees.md); a replay that diverges fails the run",
+        "offline replay; see docs/testing-trees.md); a replay that diverges fails the run; "
+        "the run is not recorded in a run store (no resume)",
     )
     add_view_options(parser)
 
 
 def _print_findings(tree: Any) -> None:
     for finding in getattr(tree, "findings", None) or ():
-        print(str(finding), file=sys.stderr)
+        print(finding.describe(), file=sys.stderr)
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -86,6 +88,11 @@ def handle(args: argparse.Namespace) -> int:
         raise CLIError("--approve later pauses the run in a store: drop --no-store")
     if args.run_id is not None and not args.run_id.strip():
         raise CLIError("--run-id: give a non-empty id")
+    if args.overlay is not None and (args.store or args.run_id or args.approve == "later"):
+        raise CLIError(
+            "--overlay runs are not recorded in a run store (resuming one would call the real "
+            "tools and LLM): drop --store, --run-id and --approve later"
+        )
     # With --view and no --approve, the page decides: no terminal desk ("later"), the run waits.
     mode = args.approve or ("later" if args.view else default_mode())
     tree = load_tree_file(args.file)
@@ -94,7 +101,9 @@ def handle(args: argparse.Namespace) -> int:
         overlay = _apply_overlay(tree, args.overlay)
         _print_findings(tree)
         apply_inputs(tree.state, inputs)
-        store = None if args.no_store else open_run_store(args.store, create=True)
+        # An overlay's run is a test: never stored, so `jianmu resume` cannot replay it for real.
+        recorded = not args.no_store and args.overlay is None
+        store = open_run_store(args.store, create=True) if recorded else None
         hold = "pause" if args.approve == "later" else "wait"
 
         def start() -> Any:
@@ -124,7 +133,7 @@ def _apply_overlay(tree: Any, path: str | None) -> Any:
         overlay.apply(tree)
     except OverlayError as exc:
         for diagnostic in exc.diagnostics:
-            print(diagnostic, file=sys.stderr)
+            print(diagnostic.describe(), file=sys.stderr)
         raise CLIError(
             f"--overlay {path}: {len(exc.errors)} error(s); the tree was not run"
         ) from None

@@ -108,7 +108,7 @@ def analyze(
         for name, path in record.io.tools:
             if catalog.get(name) is not None:
                 continue
-            reason = catalog.why_missing(name)
+            reason = catalog.why_missing(name, record.unit.file)
             if deferred and reason.startswith("unknown tool"):
                 problems.append(
                     record.diagnostic(

@@ -132,7 +132,10 @@ class _StepCheck:
         if config.input_key is not None:
             self._input_key(config.input_key)
         elif arguments is None:
-            self._named({}, ("arguments",))
+            # A tool of the default one-string input given nothing runs with an empty input
+            # (its `run` gets {}): a tool that needs no input, not a missing argument.
+            if not (self.wrapped and self.tool.input_schema.get("type") == "string"):
+                self._named({}, ("arguments",))
         elif isinstance(arguments, Mapping) and (not self.wrapped or "input" in arguments):
             self._named(arguments, ("arguments",))
         elif self.wrapped:  # the value is the tool's whole input

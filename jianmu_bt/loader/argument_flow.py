@@ -23,6 +23,7 @@ and judge each flow:
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -94,6 +95,8 @@ def json_type_of(value: Any) -> str:
         return "object"
     if isinstance(value, list):
         return "array"
+    if isinstance(value, (datetime.date, datetime.time)):
+        return "date"  # YAML's own: 2024-01-31 unquoted (JSON has no such type)
     return "any"
 
 
@@ -171,6 +174,8 @@ def describe_value(value: Any) -> str:
         return "a mapping" if kind == "object" else "a list"
     if kind == "null":
         return "null"
+    if kind == "date":
+        return f"the date {value.isoformat()}"
     shown = repr(value)
     shown = shown if len(shown) <= 40 else shown[:37] + "..."
     return f"the {kind} {shown}"
@@ -198,6 +203,8 @@ def type_problem(label: str, accepted: set[str], value: Any) -> tuple[str, str] 
     if given == "number" and "integer" in accepted and float(value).is_integer():
         return None
     hint = ""
-    if "string" in accepted and given in ("integer", "number", "boolean"):
+    if given == "date":
+        hint = f'YAML reads this as a date: quote it to pass text: "{value}"'
+    elif "string" in accepted and given in ("integer", "number", "boolean"):
         hint = f'quote it to pass text: "{value}"'
     return f"{label} takes {type_phrase(accepted)}, got {describe_value(value)}", hint

@@ -71,6 +71,8 @@ class ToolCatalog:
     python: dict[str, Tool] = field(default_factory=dict)
     providers: list[ToolProvider] = field(default_factory=list)
     unavailable: dict[str, str] = field(default_factory=dict)
+    #: Where a `tools:` entry reported its tool unavailable: (file, line), by the same key.
+    reported_at: dict[str, tuple[str, int]] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
     imported: dict[str, Tool] = field(default_factory=dict)
     base_dirs: list[Path] = field(default_factory=list)
@@ -111,13 +113,19 @@ class ToolCatalog:
         self.tools.setdefault(tools[0].name.lower(), tools[0])
         return tools[0]
 
-    def why_missing(self, name: str) -> str:
-        """Why `name` is not a tool here (unavailable built-in, or unknown with suggestions)."""
-        if name in self.unavailable:
-            return self.unavailable[name]
-        key = BuiltinToolProvider.canonical_name(name)
-        if key in self.unavailable:
-            return self.unavailable[key]
+    def why_missing(self, name: str, file: str | None = None) -> str:
+        """Why `name` is not a tool here (unavailable built-in, or unknown with suggestions).
+
+        A tool whose `tools:` entry already said why is pointed at that entry (`file` is where
+        the asking step is, to name the entry's file only when it is another)."""
+        for key in (name, BuiltinToolProvider.canonical_name(name)):
+            if key not in self.unavailable:
+                continue
+            entry = self.reported_at.get(key)
+            if entry is None:
+                return self.unavailable[key]
+            place = f"line {entry[1]}" if entry[0] == file else f"{entry[0]}:{entry[1]}"
+            return f"tool '{name}' is unavailable (see {place})"
         known = [*self.names(), *BuiltinToolProvider.list_builtin_names()]
         return f"unknown tool '{name}'{did_you_mean(name, dict.fromkeys(known))}"
 

@@ -90,6 +90,10 @@ def _label(path: Iterable[str | int]) -> str:
     return f"argument '{text}'"
 
 
+def _count(number: Any, unit: str) -> str:
+    return f"{number} {unit}{'s' if number != 1 else ''}"
+
+
 def _plain(error: Any) -> PlainError:
     path = tuple(error.absolute_path)
     label = _label(path)
@@ -113,11 +117,12 @@ def _plain(error: Any) -> PlainError:
         return PlainError(path, message, "argument-value")
     if keyword in _SIZES:
         bound, unit = _SIZES[keyword]
-        message = f"{label} must have {bound} {want} {unit}{'s' if want != 1 else ''}"
+        size = len(error.instance)
+        message = (
+            f"{label} must have {bound} {_count(want, unit)}, got {got} ({_count(size, unit)})"
+        )
         return PlainError(path, message, "argument-value")
     if keyword == "pattern":
         message = f"{label} must match the pattern {want!r}, got {got}"
         return PlainError(path, message, "argument-value")
-    if keyword == "required":
-        return PlainError(path, f"{label}: {error.message}", "argument-value")
     return PlainError(path, f"{label}: {error.message}", "argument-value")

@@ -164,6 +164,26 @@ def parse_unit(
     return unit, problems
 
 
+def read_source(path: Path, what: str) -> tuple[str | None, LoadProblem | None]:
+    """The text of the file at `path` (a `what`: "tree file", "overlay file"), or None and why
+    it cannot be read (`code` `file-missing` for a file that is not there, else `file-error`)."""
+    shown = display_name(path)
+    try:
+        return read_tree_file(path), None
+    except FileNotFoundError:
+        return None, LoadProblem.of(f"file not found: {shown}", "file-missing")
+    except IsADirectoryError:
+        article = "an" if what[:1] in "aeiou" else "a"
+        return None, LoadProblem.of(f"{shown} is a directory, not {article} {what}", "file-error")
+    except UnreadableFile as exc:
+        return None, LoadProblem.of(exc.message, "file-error")
+    except UnicodeDecodeError as exc:
+        message = f"{shown} is not UTF-8 text ({exc.reason} at byte {exc.start})"
+        return None, LoadProblem.of(message, "file-error")
+    except OSError as exc:
+        return None, LoadProblem.of(f"cannot read {shown}: {exc.strerror or exc}", "file-error")
+
+
 class UnitLoader:
     """Loads files once each; remembers the ones that failed so their errors show once."""
 
@@ -179,20 +199,9 @@ class UnitLoader:
         if key in self.units:
             return self.units[key], None
         shown = display_name(path)
-        try:
-            text = read_tree_file(path)
-        except FileNotFoundError:
-            return None, LoadProblem.of(f"file not found: {shown}", "file-missing")
-        except IsADirectoryError:
-            return None, LoadProblem.of(f"{shown} is a directory, not a tree file", "file-error")
-        except UnreadableFile as exc:
-            return None, LoadProblem.of(exc.message, "file-error")
-        except UnicodeDecodeError as exc:
-            message = f"{shown} is not UTF-8 text ({exc.reason} at byte {exc.start})"
-            return None, LoadProblem.of(message, "file-error")
-        except OSError as exc:
-            message = f"cannot read {shown}: {exc.strerror or exc}"
-            return None, LoadProblem.of(message, "file-error")
+        text, problem = read_source(path, "tree file")
+        if text is None:
+            return None, problem
         unit, problems = parse_unit(text, shown, path, resolved(path).parent, self.repairs)
         self.diagnostics.extend(problems)
         self.units[key] = unit

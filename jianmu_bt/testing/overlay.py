@@ -31,20 +31,28 @@ providers start, and are substituted then.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
 from jianmu_bt.loader.diagnostics import Diagnostic, TreeLoadError
 from jianmu_bt.loader.node_info import NodeInfo, node_info
-from jianmu_bt.testing.substitutes import Substitute, SubstituteTool, as_substitute
+from jianmu_bt.testing.overlay_rules import (
+    Applied,
+    NodeRule,
+    as_llm,
+    by_lower_name,
+    clash_message,
+    fresh_llm,
+    node_rule,
+)
+from jianmu_bt.testing.substitutes import Substitute, SubstituteTool
 from jianmu_bt.tools import Tool, ToolSet
 from jianmu_bt.tools.references import did_you_mean
 
 if TYPE_CHECKING:
     import py_trees
 
-    from jianmu_bt.llm import LLMProvider
     from jianmu_bt.loader.tree import Tree
 
 PYTHON_OVERLAY = "<overlay>"
@@ -53,6 +61,7 @@ PYTHON_OVERLAY = "<overlay>"
 _TOOL_KINDS = ("tool",)
 _MODEL_KINDS = ("agent", "llm", "executor")
 _APPLIED = "_jianmu_overlay_rebinds"
+_INNER = "_jianmu_overlay_inner"
 
 
 class OverlayError(TreeLoadError):
@@ -63,53 +72,16 @@ Where = tuple[str, int, int]
 """An overlay rule's place: its file, line and column (1-based)."""
 
 
-@dataclass
-class NodeRule:
-    """What an overlay does to one node: its tool (a tool step), or its LLM and tools."""
-
-    substitute: Substitute | None = None
-    llm: LLMProvider | None = None
-    tools: dict[str, Substitute] = field(default_factory=dict)
-
-
-def as_llm(value: Any) -> LLMProvider:
-    """An LLM provider from a provider, a list of scripted replies or a reply function."""
-    if hasattr(value, "complete") and hasattr(value, "stream"):
-        provider: LLMProvider = value
-        return provider
-    from jianmu_bt.llm.scripted import ScriptedProvider  # the LLM layer loads on use
-
-    if isinstance(value, (list, tuple)) or callable(value):
-        return ScriptedProvider(list(value) if isinstance(value, tuple) else value)
-    raise TypeError(
-        f"an overlay's llm is an LLMProvider, a list of scripted replies or a function "
-        f"(messages, tools) -> reply, got {type(value).__name__}"
-    )
-
-
-def _node_rule(value: Any) -> NodeRule:
-    if isinstance(value, NodeRule):
-        return value
-    if isinstance(value, Mapping):
-        unknown = sorted(set(value) - {"llm", "tools"})
-        if unknown:
-            raise TypeError(
-                f"a node's overlay mapping takes 'llm' and 'tools', not {', '.join(unknown)}"
-            )
-        llm = value.get("llm")
-        tools = value.get("tools") or {}
-        return NodeRule(
-            llm=None if llm is None else as_llm(llm),
-            tools={str(k).lower(): as_substitute(v) for k, v in tools.items()},
-        )
-    return NodeRule(substitute=as_substitute(value))
-
-
 class Overlay:
     """Substitutions for a loaded tree's tools and LLMs (see the module docstring).
 
     `where` gives each rule's place in an overlay file (`("tools", name)`, `("nodes", key)`,
-    `("llm",)`) for located messages; `load_overlay` fills it.
+    `("llm",)`) for located messages; `load_overlay` fills it. Tool names are case-insensitive:
+    two that differ only in case are an OverlayError.
+
+    The rules are templates: each `apply` binds fresh ones (`Applied`: recordings with no call
+    used, a scripted LLM from its first reply), so one Overlay serves many trees and runs. A
+    provider object given as `llm` is used as it is by every application.
     """
 
     def __init__(
@@ -121,33 +93,53 @@ class Overlay:
         where: Mapping[tuple[str, ...], Where] | None = None,
         name: str = PYTHON_OVERLAY,
     ) -> None:
-        self.tools = {str(k).lower(): as_substitute(v) for k, v in (tools or {}).items()}
-        self.llm = None if llm is None else as_llm(llm)
-        self.nodes = {str(k): _node_rule(v) for k, v in (nodes or {}).items()}
         self.where = dict(where or {})
         self.name = name
+        self.tools, clashes = by_lower_name(tools or {})
+        problems = [self._clash(("tools",), pair) for pair in clashes]
+        self.llm = None if llm is None else as_llm(llm)
+        self.nodes: dict[str, NodeRule] = {}
+        for key, value in (nodes or {}).items():
+            self.nodes[str(key)], clashes = node_rule(value)
+            problems += [self._clash(("nodes", str(key)), pair) for pair in clashes]
+        if problems:
+            raise OverlayError(problems)
+        self._last: Applied | None = None
+        self._applications: WeakKeyDictionary[Tree, Applied] = WeakKeyDictionary()
+
+    def _clash(self, rule: tuple[str, ...], pair: tuple[str, str]) -> Diagnostic:
+        return self._problem(rule, clash_message(*pair), "overlay-duplicate-tool")
 
     # -- what the replay saw ---------------------------------------------------------------
 
-    def _substitutes(self) -> Iterable[tuple[str, Substitute]]:
-        yield from self.tools.items()
-        for rule in self.nodes.values():
-            if rule.substitute is not None:
-                yield "", rule.substitute
-            yield from rule.tools.items()
+    def _fresh(self) -> Applied:
+        return Applied(
+            tools={name: sub.fresh() for name, sub in self.tools.items()},
+            nodes={key: rule.fresh() for key, rule in self.nodes.items()},
+            llm=fresh_llm(self.llm),
+        )
+
+    def applied(self, tree: Tree | None = None) -> Applied:
+        """What answers `tree`'s calls (default: the tree this overlay was applied to last):
+        its substitutes, recordings and LLM, with their divergences and unused calls."""
+        found = self._last if tree is None else self._applications.get(tree)
+        return found if found is not None else self._fresh()
 
     @property
     def divergences(self) -> list[str]:
-        """Calls a recording did not have (each a message naming the call and the recording)."""
-        return [message for _, sub in self._substitutes() for message in sub.divergences]
+        """Calls a recording did not have, in the tree applied to last (each a message naming
+        the call and the recording)."""
+        return self.applied().divergences
 
-    def unused(self) -> list[str]:
-        """Recorded tool calls that the run never made."""
-        return [message for name, sub in self._substitutes() for message in sub.unused(name)]
+    def unused(self, tree: Tree | None = None) -> list[str]:
+        """Recorded tool calls that the run of `tree` (default: the last applied) never made."""
+        return self.applied(tree).unused()
 
-    def assert_replayed(self, *, complete: bool = False) -> None:
-        """AssertionError listing the divergences (and, with `complete`, unused recordings)."""
-        problems = self.divergences + (self.unused() if complete else [])
+    def assert_replayed(self, *, complete: bool = False, tree: Tree | None = None) -> None:
+        """AssertionError listing the divergences (and, with `complete`, unused recordings) of
+        `tree`'s run (default: the tree applied to last)."""
+        applied = self.applied(tree)
+        problems = applied.divergences + (applied.unused() if complete else [])
         if problems:
             raise AssertionError("the run did not follow its overlay:\n  " + "\n  ".join(problems))
 
@@ -212,86 +204,56 @@ class Overlay:
     def apply(self, tree: Tree) -> Tree:
         """Substitute in `tree` (in place) and return it; OverlayError when a rule does not fit.
 
-        Apply it before the run starts. A tree with tool providers gets the substitutes again
+        Apply it before the run starts; each application binds fresh substitutes and a fresh
+        scripted LLM (see `applied`). A tree with tool providers gets the substitutes again
         each time the providers start and hand the nodes their tools.
         """
         problems = self.check(tree)
         if problems:
             raise OverlayError(problems)
-        self._substitute(tree)
-        if self.llm is not None:
-            tree.runner.context.services["llm"] = self.llm
+        bound = self._fresh()
+        self._last = self._applications[tree] = bound
+        self._substitute(tree, bound)
+        if bound.llm is not None:
+            tree.runner.context.services["llm"] = bound.llm
         catalog = tree.providers.catalog
         for table in (catalog.tools, catalog.python):
             for key, tool in list(table.items()):
-                substitute = self.tools.get(tool.name.lower())
+                substitute = bound.tools.get(tool.name.lower())
                 if substitute is not None:
                     table[key] = SubstituteTool(tool, substitute)
-        self._rebind_after_providers(tree)
+        self._rebind_after_providers(tree, bound)
         return tree
 
-    def _substitute(self, tree: Tree) -> None:
-        rules = self._rules_by_node(_infos(tree))
+    def _substitute(self, tree: Tree, bound: Applied) -> None:
+        rules = _rules_by_node(bound.nodes, _infos(tree))
         for behaviour in tree.root.iterate():
             info = node_info(behaviour)
             rule = None
             if info is not None:
                 rule = rules.get(info.id) or (rules.get(info.group) if info.group else None)
-            self._substitute_node(behaviour, rule)
+            _substitute_node(behaviour, rule, bound)
 
-    def _rules_by_node(self, infos: list[NodeInfo]) -> dict[str, NodeRule]:
-        found: dict[str, NodeRule] = {}
-        for key, rule in self.nodes.items():
-            for info in _match(key, infos):
-                found.setdefault(info.id, rule)  # an earlier, more specific key wins
-        return found
-
-    def _substitute_node(self, node: py_trees.behaviour.Behaviour, rule: NodeRule | None) -> None:
-        from jianmu_bt.nodes.llm_node import AgentLLMNode
-        from jianmu_bt.nodes.tool_executor import ToolExecutor
-        from jianmu_bt.nodes.tool_node import ToolNode
-
-        if isinstance(node, ToolNode):
-            substitute = rule.substitute if rule is not None else None
-            node.tool = self._wrapped(node.tool, substitute, {})
-        elif isinstance(node, (ToolExecutor, AgentLLMNode)):
-            own = rule.tools if rule is not None else {}
-            tools = [self._wrapped(tool, None, own) for tool in node.toolset]
-            node.toolset = ToolSet.from_tools(tools, runner=node.toolset.runner)
-            if isinstance(node, AgentLLMNode):
-                llm = rule.llm if rule is not None else None
-                if llm is not None:
-                    node.provider = llm
-                elif self.llm is not None and node.provider is not None:
-                    node.provider = self.llm  # an agent's own model is replaced too
-
-    def _wrapped(self, tool: Tool, substitute: Substitute | None, own: Mapping[str, Any]) -> Tool:
-        name = tool.name.lower()
-        substitute = substitute or own.get(name) or self.tools.get(name)
-        if substitute is None:
-            return tool
-        if isinstance(tool, SubstituteTool) and tool.substitute is substitute:
-            return tool  # applied already (a provider start re-applies)
-        return SubstituteTool(tool, substitute)
-
-    def _rebind_after_providers(self, tree: Tree) -> None:
+    def _rebind_after_providers(self, tree: Tree, bound: Applied) -> None:
         """A binding gives a node its tools when the providers start: substitute again after
-        each, and once all have been applied, check the tool names the overlay gives."""
+        each, and once the last has been applied, check the tool names the overlay gives."""
         bindings = tree.providers.bindings
-        applied = [0]
+        last = bindings[-1] if bindings else None
         for binding in bindings:
             apply = binding.apply
-            if getattr(apply, _APPLIED, None) is self:
-                continue
+            if getattr(apply, _APPLIED, None) is self:  # this overlay's earlier application
+                apply = getattr(apply, _INNER)
 
-            def rebind(tools: ToolSet, apply: Callable[[ToolSet], None] = apply) -> None:
+            def rebind(
+                tools: ToolSet, apply: Callable[[ToolSet], None] = apply, binding: Any = binding
+            ) -> None:
                 apply(tools)
-                self._substitute(tree)
-                applied[0] += 1
-                if applied[0] % len(bindings) == 0:  # the last binding of this start
+                self._substitute(tree, bound)
+                if binding is last:  # the last binding of this start
                     self._check_provider_tools(tree)
 
             setattr(rebind, _APPLIED, self)
+            setattr(rebind, _INNER, apply)
             binding.apply = rebind
 
     def _check_provider_tools(self, tree: Tree) -> None:
@@ -311,6 +273,48 @@ class Overlay:
             f"Overlay(tools={sorted(self.tools)}, nodes={sorted(self.nodes)}, "
             f"llm={'yes' if self.llm is not None else 'no'})"
         )
+
+
+def _rules_by_node(nodes: Mapping[str, NodeRule], infos: list[NodeInfo]) -> dict[str, NodeRule]:
+    found: dict[str, NodeRule] = {}
+    for key, rule in nodes.items():
+        for info in _match(key, infos):
+            found.setdefault(info.id, rule)  # an earlier, more specific key wins
+    return found
+
+
+def _substitute_node(
+    node: py_trees.behaviour.Behaviour, rule: NodeRule | None, bound: Applied
+) -> None:
+    from jianmu_bt.nodes.llm_node import AgentLLMNode
+    from jianmu_bt.nodes.tool_executor import ToolExecutor
+    from jianmu_bt.nodes.tool_node import ToolNode
+
+    if isinstance(node, ToolNode):
+        substitute = rule.substitute if rule is not None else None
+        node.tool = _wrapped(node.tool, substitute, {}, bound)
+    elif isinstance(node, (ToolExecutor, AgentLLMNode)):
+        own = rule.tools if rule is not None else {}
+        tools = [_wrapped(tool, None, own, bound) for tool in node.toolset]
+        node.toolset = ToolSet.from_tools(tools, runner=node.toolset.runner)
+        if isinstance(node, AgentLLMNode):
+            llm = rule.llm if rule is not None else None
+            if llm is not None:
+                node.provider = llm
+            elif bound.llm is not None and node.provider is not None:
+                node.provider = bound.llm  # an agent's own model is replaced too
+
+
+def _wrapped(
+    tool: Tool, substitute: Substitute | None, own: Mapping[str, Substitute], bound: Applied
+) -> Tool:
+    name = tool.name.lower()
+    substitute = substitute or own.get(name) or bound.tools.get(name)
+    if substitute is None:
+        return tool
+    if isinstance(tool, SubstituteTool) and tool.substitute is substitute:
+        return tool  # applied already (a provider start re-applies)
+    return SubstituteTool(tool, substitute)
 
 
 def _article(kind: str) -> str:
@@ -352,4 +356,4 @@ def _tool_names(tree: Tree) -> set[str]:
     return names
 
 
-__all__ = ["NodeRule", "Overlay", "OverlayError", "as_llm"]
+__all__ = ["Applied", "NodeRule", "Overlay", "OverlayError", "as_llm"]

@@ -21,8 +21,10 @@ nodes:                                # by node id, name or glob pattern
     llm: {replies: ["done"]}
     tools: {calculator: {result: "0"}}
 ```
-Every problem of the file is reported at once as `file:line:col: error: message`, and so is
-every rule that names a tool or node the tree does not have (when the overlay is applied).
+Problems are reported as `file:line:col: error: message`, every one of a stage at once: the
+file's form first (unknown keys), then, once the form is sound, `function:` references,
+scripted replies and tool names that differ only in case, and, when the overlay is applied,
+every rule that names a tool or node the tree does not have.
 `function:` references (`module:attr`) are imported with the overlay file's folder on the path.
 """
 
@@ -37,8 +39,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from jianmu_bt.loader.diagnostics import Diagnostic
 from jianmu_bt.loader.positions import SourceMap, parse_yaml
 from jianmu_bt.loader.schema_errors import validation_diagnostics
-from jianmu_bt.loader.units import UnreadableFile, display_name, read_tree_file
+from jianmu_bt.loader.units import display_name, read_source
 from jianmu_bt.testing.overlay import NodeRule, Overlay, OverlayError, Where
+from jianmu_bt.testing.overlay_rules import as_llm, clash_message
 from jianmu_bt.testing.substitutes import FunctionSubstitute, Recorded, Stub, Substitute
 from jianmu_bt.tools.references import ReferenceProblem, resolve_reference
 
@@ -174,13 +177,12 @@ class _Builder:
 
     def llm(self, spec: LLMSpec, path: tuple[str | int, ...]) -> Any:
         from jianmu_bt.llm import InvalidRequestError
-        from jianmu_bt.llm.scripted import ScriptedProvider
 
         if spec.function is not None:
             function = self.function(spec.function, (*path, "function"))
-            return None if function is None else ScriptedProvider(function)
+            return None if function is None else as_llm(function)
         try:
-            return ScriptedProvider(spec.replies or [])
+            return as_llm(spec.replies or [])
         except InvalidRequestError as exc:
             self.problem((*path, "replies"), f"llm: {exc}", "overlay-llm")
             return None
@@ -188,11 +190,23 @@ class _Builder:
     def tools(
         self, specs: Mapping[str, SubstituteSpec], path: tuple[str | int, ...]
     ) -> dict[str, Substitute]:
-        found = {}
+        found: dict[str, Substitute] = {}
+        spelled: dict[str, str] = {}
         for name, spec in specs.items():
+            first = spelled.setdefault(name.lower(), name)
+            if first != name:
+                first_line = self.source.key((*path, first))[0]
+                message = f"{clash_message(first, name)} (the first is on line {first_line})"
+                line, col = self.source.key((*path, name))
+                self.problems.append(
+                    Diagnostic(
+                        self.source.file, line, col, "error", message, "overlay-duplicate-tool"
+                    )
+                )
+                continue
             made = self.substitute(spec, (*path, name))
             if made is not None:
-                found[name] = made
+                found[name.lower()] = made
         return found
 
 
@@ -227,9 +241,7 @@ def overlay_from_data(
             continue
         nodes[key] = NodeRule(
             llm=builder.llm(spec.llm, (*path, "llm")) if spec.llm is not None else None,
-            tools={
-                k.lower(): v for k, v in builder.tools(spec.tools or {}, (*path, "tools")).items()
-            },
+            tools=builder.tools(spec.tools or {}, (*path, "tools")),
         )
     if builder.problems:
         raise OverlayError(builder.problems)
@@ -247,26 +259,16 @@ def load_overlay(path: str | Path) -> Overlay:
     """The Overlay of a YAML overlay file (OverlayError with located problems when broken)."""
     path = Path(path)
     file = display_name(path)
-    try:
-        text = read_tree_file(path)
-    except FileNotFoundError:
-        reason = f"overlay file not found: {file}"
-    except IsADirectoryError:
-        reason = f"{file} is a directory, not an overlay file"
-    except UnreadableFile as exc:
-        reason = exc.message
-    except UnicodeDecodeError as exc:
-        reason = f"{file} is not UTF-8 text ({exc.reason} at byte {exc.start})"
-    except OSError as exc:
-        reason = f"cannot read {file}: {exc.strerror or exc}"
-    else:
-        data, source, problems = parse_yaml(text, file)
-        if problems:
-            raise OverlayError(problems)
-        if data is None:
-            raise OverlayError([Diagnostic(file, 1, 1, "error", "the file is empty", "empty-file")])
-        return overlay_from_data(data, file=file, base_dir=path.resolve().parent, source=source)
-    raise OverlayError([Diagnostic(file, 1, 1, "error", reason, "file-error")])
+    text, problem = read_source(path, "overlay file")
+    if text is None:
+        reason, code = (str(problem), problem.code) if problem else (file, "file-error")
+        raise OverlayError([Diagnostic(file, 1, 1, "error", reason, code)])
+    data, source, problems = parse_yaml(text, file)
+    if problems:
+        raise OverlayError(problems)
+    if data is None:
+        raise OverlayError([Diagnostic(file, 1, 1, "error", "the file is empty", "empty-file")])
+    return overlay_from_data(data, file=file, base_dir=path.resolve().parent, source=source)
 
 
 __all__ = ["OverlayFile", "load_overlay", "overlay_from_data"]

@@ -127,9 +127,10 @@ def run_tree(
         result = tree.run(inputs, timeout=timeout)
     finally:
         unsubscribe()
-    if strict and overlay is not None and overlay.divergences:
+    diverged = overlay.applied(tree).divergences if overlay is not None else []
+    if strict and diverged:
         raise ReplayDivergedError(
-            "the run made calls its recording did not have:\n  " + "\n  ".join(overlay.divergences)
+            "the run made calls its recording did not have:\n  " + "\n  ".join(diverged)
         )
     return TreeRun(result, trace, overlay)
 

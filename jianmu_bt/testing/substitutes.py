@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jianmu_bt.tools import Tool, ToolResult
+from jianmu_bt.tools.runners import ToolRunner
 
 _ANY: Any = object()
 
@@ -53,6 +54,11 @@ class Substitute(ABC):
     @abstractmethod
     async def answer(self, tool: str, arguments: Any) -> Any:
         """The output of one call of `tool` (a raw value or a ToolResult; raising fails it)."""
+
+    def fresh(self) -> Substitute:
+        """This substitute with none of its calls made, for one more overlay application (a
+        stateless substitute returns itself; `Recorded` a new, unused copy)."""
+        return self
 
     @property
     def divergences(self) -> list[str]:
@@ -128,6 +134,10 @@ class Recorded(Substitute):
         message = self._diverged(tool, seen)
         self._divergences.append(message)
         return ToolResult.failure(tool, f"Error: {message}")
+
+    def fresh(self) -> Recorded:
+        """The same recording with no entry used and no divergence."""
+        return Recorded(self.calls)
 
     def _diverged(self, tool: str, arguments: Any) -> str:
         call = f"call {self._made} of '{tool}' with arguments {_short(arguments)}"
@@ -248,6 +258,11 @@ class SubstituteTool(Tool):
     async def run(self, input: Any) -> Any:
         """The substitute's answer to this call."""
         return await self.substitute.answer(self.name, input)
+
+    async def _dispatch(self, merged: Any, runner: ToolRunner | None) -> Any:
+        """Always here, never through a runner: a sandbox's or Ray's worker rebuilds a tool by
+        its import path and cannot rebuild a substitute (nor share its recorded state)."""
+        return await self.execute_local(merged)
 
     def __repr__(self) -> str:
         return f"<SubstituteTool {self.name!r}: {self.substitute!r}>"

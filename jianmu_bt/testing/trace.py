@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jianmu_bt.runtime.events import Event, read_trace
-from jianmu_bt.viz.trace_status import TREE_NODES_EVENT
+from jianmu_bt.runtime.events import Event
+from jianmu_bt.viz.trace_status import TREE_NODES_EVENT, load_trace
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class Trace:
     @classmethod
     def from_file(cls, path: str | Path) -> Trace:
         """The trace a `jianmu run --trace FILE` wrote."""
-        return cls(read_trace(path))
+        return cls(load_trace(path))
 
     def of_type(self, type: str) -> list[dict[str, Any]]:
         """The events of one type (`tool.call.started`, `llm.response`, `guard.decision`, ...)."""

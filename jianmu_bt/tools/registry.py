@@ -163,19 +163,22 @@ class BuiltinToolProvider(BaseToolProvider):
         """One built-in instance; options go to its constructor where it accepts them.
 
         Raises UnknownToolError for an unregistered name, ToolUnavailableError when the tool
-        cannot be built here (its module does not import, or, built with no options it takes,
-        it reports a `missing_requirement`), and ToolConfigurationError when it refuses its
-        options (its constructor raised).
+        cannot be built here (its module does not import, or it reports a `missing_requirement`
+        that none of the options its class lists in `replaces_requirement` is given to
+        replace), and ToolConfigurationError when it refuses its options (its constructor
+        raised).
         """
         key = cls.canonical_name(name)
         if key not in cls._builtins:
             raise UnknownToolError([name], [*cls._builtins, *cls._aliases])
         factory = cls._load(key)
         kwargs = _accepted_kwargs(factory, options or {})
-        # Built by default without its optional package, the tool could only fail each call:
-        # it is unavailable, with the reason (options it takes may replace what is missing).
+        # Built without its optional package, the tool could only fail each call: it is
+        # unavailable, with the reason, unless an option it names in `replaces_requirement`
+        # (web search's `search_backend`) replaces what is missing; other options do not.
         missing = factory.missing_requirement() if _is_tool_class(factory) else None
-        if missing and not kwargs:
+        replacing = getattr(factory, "replaces_requirement", ())
+        if missing and not any(kwargs.get(option) is not None for option in replacing):
             raise ToolUnavailableError(f"built-in tool '{key}' is not available: {missing}")
         try:
             instance = factory(**kwargs)

@@ -80,3 +80,21 @@ def test_run_refuses_the_same_tree_before_anything_runs(tmp_path):
     assert f"notes.yaml:11:{column(11, '5}')}: error:" in result.stderr
     assert f"notes.yaml:12:{column(12, 'calculater')}: error:" in result.stderr
     assert not (folder / "copy.txt").exists()  # nothing ran
+    # The same hints as `jianmu validate`, each under its error.
+    validated = jianmu("validate", "notes.yaml", cwd=folder).stdout.splitlines()[:-1]
+    assert result.stderr.splitlines()[: len(validated)] == validated
+
+
+def test_run_with_an_overlay_shows_its_hints_too(tmp_path):
+    folder = newcomer(tmp_path).parent
+    (folder / "good.yaml").write_text(
+        "version: 1\nstate: {out: {type: string}}\ntools: [calculator]\n"
+        "root:\n  tool: {name: Sum, tool: calculator, arguments: {expression: '1'}, output: out}\n",
+        encoding="utf-8",
+    )
+    (folder / "bad.overlay.yaml").write_text("tools: {calculator: {reslt: 1}}\n", encoding="utf-8")
+    result = jianmu("run", "good.yaml", "--overlay", "bad.overlay.yaml", cwd=folder)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    at = next(i for i, line in enumerate(lines) if "unknown key 'reslt'" in line)
+    assert lines[at + 1].startswith("    hint: ")

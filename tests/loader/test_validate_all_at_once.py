@@ -158,7 +158,8 @@ def test_a_built_in_refusing_its_options_is_unavailable_only_where_it_is_used(tm
         ("argument-type", 6),  # the other tools still resolve and are checked
     ]
     assert "does not exist" in diagnostics[0].message
-    assert "refused its options" in diagnostics[1].message
+    # said once, at the entry; the step points there
+    assert diagnostics[1].message == "tool 'read_file' is unavailable (see line 1)"
 
 
 def test_bad_tool_options_for_a_built_in_made_on_demand_are_a_located_error():
@@ -201,6 +202,33 @@ root:
         ("tool-unavailable", "warning", 1),
         ("unknown-tool", "error", 5),
     ]
-    assert "no_such_package" in diagnostics[1].message
+    assert "no_such_package" in diagnostics[0].message
+    assert diagnostics[1].message == "tool 'needs_a_package' is unavailable (see line 1)"
     unused = text.replace("      - tool: {tool: needs_a_package}\n", "")
     assert codes(unused) == [("tool-unavailable", 1)]  # listed but unused: a warning only
+
+
+def test_only_an_option_replacing_the_missing_package_makes_the_tool_available(monkeypatch):
+    from jianmu_bt.tools.builtin.web_search import DuckDuckGoSearchTool
+    from jianmu_bt.tools.registry import ToolUnavailableError
+
+    monkeypatch.setattr(  # as on a machine without ddgs
+        DuckDuckGoSearchTool, "missing_requirement", classmethod(lambda cls: "needs 'ddgs'")
+    )
+    step = "root:\n  tool: {tool: duckduckgo_search, arguments: {query: x}}\n"
+    for options in ("{proxy: 'http://127.0.0.1:9'}", "{search_timeout: 3, search_backend: null}"):
+        text = f"tools: [duckduckgo_search]\ntool_options: {options}\n{step}"
+        diagnostics = validate_source(text)
+        assert [d.code for d in diagnostics] == ["tool-unavailable", "unknown-tool"], options
+        assert "needs 'ddgs'" in diagnostics[0].message
+    with pytest.raises(ToolUnavailableError, match="needs 'ddgs'"):
+        BuiltinToolProvider.build("duckduckgo_search", {"proxy": "http://127.0.0.1:9"})
+
+    class OwnBackend:
+        def search(self, query: str, **options: object) -> list[dict[str, str]]:
+            return [{"title": "t", "href": "https://example.org/", "body": query}]
+
+    built = BuiltinToolProvider.build(
+        "duckduckgo_search", {"search_backend": OwnBackend(), "proxy": "http://127.0.0.1:9"}
+    )
+    assert isinstance(built, DuckDuckGoSearchTool)

@@ -6,10 +6,13 @@ built-ins (and a real @tool function), nothing is run.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import pytest
+from pydantic import Field
 
 from jianmu_bt.loader import TreeLoadError, load_tree, validate_source
-from jianmu_bt.tools import tool
+from jianmu_bt.tools import Tool, tool
 
 NEWCOMER = """\
 version: 1
@@ -268,3 +271,82 @@ def test_behaviour_args_are_bound_to_the_class_constructor_before_building():
     ]
     assert "(did you mean 'duration'?)" in diagnostics[0].message
     assert "needs the argument 'completion_status'" in diagnostics[2].message
+
+
+class Echo(Tool):
+    """A custom Tool with the default input schema: one string."""
+
+    name = "echo"
+
+    def run(self, input: object) -> str:
+        return f"got {input!r}"
+
+
+def test_a_tool_of_one_string_input_given_no_arguments_is_not_an_error():
+    text = tree(
+        "      - tool: {name: Plain, tool: echo}\n"
+        "      - tool: {name: Given, tool: echo, arguments: hello}\n"
+        "      - tool: {name: Wrong, tool: echo, arguments: 5}\n"
+    )
+    assert [(c, line) for c, _, line, _ in found(text, tools=[Echo()])] == [("argument-type", 12)]
+    loaded = load_tree(
+        tree("      - tool: {name: Plain, tool: echo, output: name}\n"), tools=[Echo()]
+    )
+    try:
+        result = loaded.run()
+    finally:
+        loaded.close()
+    assert result.ok and result.state["name"] == "got {}"  # it runs, with an empty input
+
+
+def test_a_behaviours_name_is_its_own_not_one_of_its_args():
+    text = (
+        "root:\n  sequence:\n    children:\n"
+        '      - behaviour: {class: "py_trees.behaviours:Success", args: {nam: x}}\n'
+        '      - behaviour: {class: "py_trees.behaviours:Success", args: {name: x}}\n'
+    )
+    diagnostics = validate_source(text)
+    assert [(d.code, (d.line, d.col)) for d in diagnostics] == [
+        ("unknown-argument", spot(text, 4, "nam")),
+        ("unknown-argument", spot(text, 5, "name")),
+    ]
+    assert "takes no argument 'nam'" in diagnostics[0].message
+    assert "did you mean" not in diagnostics[0].message  # `name` is not an argument to suggest
+    assert "`args.name` is not an argument: the node's name is its own `name:`" in (
+        diagnostics[1].message
+    )
+
+
+@tool
+def tag(
+    label: Annotated[str, Field(min_length=3)], names: Annotated[list[str], Field(max_length=1)]
+) -> str:
+    """Tag with a label."""
+    return label
+
+
+def test_a_yaml_date_and_a_wrong_size_are_named_as_what_they_are():
+    text = tree(
+        "      - tool: {tool: write_file, arguments: {path: 2024-01-31, content: x}}\n"
+        "      - tool: {tool: tag, arguments: {label: ab, names: [a, b]}}\n"
+    )
+    diagnostics = validate_source(text, tools=[tag])
+    assert [(d.code, d.line) for d in diagnostics] == [
+        ("argument-type", 10),
+        ("argument-value", 11),
+        ("argument-value", 11),
+    ]
+    date, label, names = diagnostics
+    assert date.message.endswith("argument 'path' takes a string, got the date 2024-01-31")
+    assert date.hint == 'YAML reads this as a date: quote it to pass text: "2024-01-31"'
+    assert label.message.endswith(
+        "argument 'label' must have at least 3 characters, got the string 'ab' (2 characters)"
+    )
+    assert names.message.endswith("argument 'names' must have at most 1 item, got a list (2 items)")
+
+
+def test_check_false_skips_the_graph_checks_but_not_the_argument_checks():
+    text = tree("      - tool: {tool: read_file, arguments: {pth: a}}\n")
+    assert [c for c, *_ in found(text, check=False)] == ["unknown-argument"]
+    with pytest.raises(TreeLoadError, match="has no argument 'pth'"):
+        load_tree(text, check=False)

@@ -90,7 +90,10 @@ def test_bad_traces_are_named_with_their_line(tmp_path: Path, capsys: pytest.Cap
     trace = tmp_path / "bad.jsonl"
     trace.write_text('{"type": "tree.tick"}\n{oops\n', encoding="utf-8")
     code, _, err = jianmu(capsys, "overlay", "record", trace)
-    assert code == 1 and f"{trace}:2:2: not a JSON event" in err
+    assert code == 1 and f"{trace}:2: not a JSON line" in err  # the one trace reader's words
+    trace.write_text('{"type": "tree.tick"}\n[1, 2]\n', encoding="utf-8")
+    code, _, err = jianmu(capsys, "overlay", "record", trace)
+    assert code == 1 and f"{trace}:2: " in err and "Traceback" not in err
     trace.write_text('{"type": "tree.tick"}\n', encoding="utf-8")
     code, _, err = jianmu(capsys, "overlay", "record", trace)
     assert code == 1 and "the trace has no LLM replies and no tool calls to record" in err
@@ -111,3 +114,18 @@ def test_the_real_command_never_shows_a_traceback(tmp_path: Path):
     assert done.returncode == 1
     assert "Traceback" not in done.stderr + done.stdout
     assert "broken.yaml:3:1: error:" in done.stderr, done.stderr
+
+
+def test_an_overlay_run_is_never_stored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = jianmu(capsys, "run", TREE, "--overlay", OVERLAY)
+    assert code == 0, err
+    assert "finished: succeeded" in out
+    assert not (tmp_path / ".jianmu").exists()  # no run for `jianmu resume` to call for real
+    for extra in (["--store", "runs.db"], ["--run-id", "r1"], ["--approve", "later"]):
+        code, _, err = jianmu(capsys, "run", TREE, "--overlay", OVERLAY, *extra)
+        assert code == 1
+        assert "--overlay runs are not recorded in a run store" in err, extra
+    assert not (tmp_path / "runs.db").exists() and not (tmp_path / ".jianmu").exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 
 from jianmu_bt.llm import ScriptedProvider
@@ -180,3 +181,83 @@ def test_python_values_that_are_not_substitutes_are_refused():
         Overlay(nodes={"Helper": {"model": ["x"]}})
     with pytest.raises(TypeError, match="an LLMProvider, a list of scripted replies"):
         Overlay(llm="hello")
+
+
+# One Overlay for many runs: a module-level constant, as a test suite shares it.
+SHARED = Overlay(
+    tools={"calculator": Recorded([{"arguments": {"expression": "2 + 3"}, "result": "5"}])},
+    nodes={"ReadNote": Stub(result="n")},
+    llm=[ASK_CALCULATOR, "done"],
+)
+
+
+@pytest.mark.parametrize("round_", [1, 2])
+def test_one_overlay_serves_run_after_run(tree_file: Path, round_: int):
+    # The Helper's calculator call is not in the recording: one divergence each run, not more.
+    tree = open_tree(tree_file, SHARED)
+    try:
+        run = run_tree(tree, strict=False)
+    finally:
+        tree.close()
+    assert run.state["total"] == "5" and run.state["answer"] == "done", run.reason
+    assert len(SHARED.divergences) == 1 and "call 2 of 'calculator'" in SHARED.divergences[0]
+    assert SHARED.unused() == []
+
+
+def test_one_overlay_applied_to_two_trees_keeps_their_calls_apart(tree_file: Path):
+    overlay = Overlay(
+        tools={"calculator": Recorded([{"result": "first"}, {"result": "second"}])},
+        nodes={"ReadNote": Stub(result="n")},
+        llm=["done"],
+    )
+    one, two = open_tree(tree_file, overlay), open_tree(tree_file, overlay)
+    try:
+        assert run_tree(one).state["total"] == "first"
+        assert run_tree(two).state["total"] == "first"  # its own recording, from the start
+        for tree in (one, two):
+            assert overlay.unused(tree) == ["recorded call 2 of 'calculator' was never made"]
+            assert overlay.applied(tree).llm.calls  # type: ignore[union-attr]
+        assert overlay.applied(one).llm is not overlay.applied(two).llm
+    finally:
+        one.close()
+        two.close()
+
+
+def test_a_substitute_answers_here_when_the_run_has_a_tool_runner(tree_file: Path):
+    from jianmu_bt.sandbox.local import LocalSandbox
+
+    seen: list[str] = []
+
+    def calculator(expression: str) -> str:
+        seen.append(expression)
+        return "5"
+
+    tree = open_tree(
+        tree_file,
+        Overlay(tools={"calculator": calculator, "read_file": Stub(result="n")}, llm=["done"]),
+    )
+    sandbox = LocalSandbox()
+    tree.runner.context.services["runner"] = sandbox  # every call would go to a child process
+    try:
+        run = run_tree(tree)
+    finally:
+        tree.close()
+        anyio.run(sandbox.aclose)
+    assert run.succeeded, run.reason
+    assert seen == ["2 + 3"]  # the function ran in this process: the sandbox never saw the call
+    assert [c.ok for c in run.calls()] == [True, True]
+
+
+def test_tool_names_that_differ_only_in_case_are_refused():
+    with pytest.raises(OverlayError) as caught:
+        Overlay(
+            tools={"Calculator": Stub(1), "calculator": Stub(2)},
+            nodes={"Helper": {"tools": {"read_file": Stub(3), "READ_FILE": Stub(4)}}},
+        )
+    messages = [d.message for d in caught.value.diagnostics]
+    assert messages == [
+        "tools 'Calculator' and 'calculator' differ only in case: tool names are "
+        "case-insensitive, so give the substitute once",
+        "tools 'read_file' and 'READ_FILE' differ only in case: tool names are "
+        "case-insensitive, so give the substitute once",
+    ]

@@ -124,8 +124,15 @@ def test_broken_files_are_one_clear_error(tmp_path: Path, text: str, message: st
 
 
 def test_a_missing_file_is_named(tmp_path: Path):
-    assert problems(tmp_path / "nope.yaml") == [
-        "nope.yaml:1:1: error: overlay file not found: nope.yaml"
+    assert problems(tmp_path / "nope.yaml") == ["nope.yaml:1:1: error: file not found: nope.yaml"]
+    (tmp_path / "folder").mkdir()
+    assert problems(tmp_path / "folder") == [
+        "folder:1:1: error: folder is a directory, not an overlay file"
+    ]
+    (tmp_path / "latin1.yaml").write_bytes(b"tools: {caf\xe9: {result: 1}}\n")
+    assert problems(tmp_path / "latin1.yaml") == [
+        "latin1.yaml:1:1: error: latin1.yaml is not UTF-8 text (invalid continuation byte at "
+        "byte 11)"
     ]
 
 
@@ -148,3 +155,18 @@ def test_rules_the_tree_lacks_point_at_their_keys(tree_file: Path, tmp_path: Pat
     assert found[1].startswith(
         "test.overlay.yaml:6:3: error: the tree has no node 'Helpr' (did you mean 'Helper'?)"
     )
+
+
+def test_tool_names_differing_only_in_case_are_reported_at_the_second(tmp_path: Path):
+    path = write(
+        tmp_path,
+        "tools:\n  calculator: {result: 1}\n  Calculator: {result: 2}\n"
+        "nodes:\n  Helper:\n    tools:\n"
+        "      read_file: {result: a}\n      READ_FILE: {result: b}\n",
+    )
+    assert problems(path) == [
+        "test.overlay.yaml:3:3: error: tools 'calculator' and 'Calculator' differ only in case: "
+        "tool names are case-insensitive, so give the substitute once (the first is on line 2)",
+        "test.overlay.yaml:8:7: error: tools 'read_file' and 'READ_FILE' differ only in case: "
+        "tool names are case-insensitive, so give the substitute once (the first is on line 7)",
+    ]

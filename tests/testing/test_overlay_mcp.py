@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from jianmu_bt.testing import Overlay, Stub, open_tree, run_tree
+from jianmu_bt.testing import Overlay, Recorded, Stub, open_tree, run_tree
 
 pytestmark = pytest.mark.skipif(
     shutil.which("mcp-server-time") is None,
@@ -57,3 +57,22 @@ def test_server_tools_are_substituted_when_the_server_starts(tmp_path: Path):
         "<overlay>:1:1: the tree has no tool 'time_get_curent_time' (did you mean "
         "'time_get_current_time'?); its tools: time_convert_time, time_get_current_time"
     )
+
+
+def test_applying_again_rebinds_once_with_the_new_applications_substitutes(tmp_path: Path):
+    path = tmp_path / "clock.yaml"
+    path.write_text(TREE, encoding="utf-8")
+    fixed = {"timezone": "UTC", "datetime": "2026-01-01T00:00:00+00:00"}
+    overlay = Overlay(
+        tools={"time_get_current_time": Recorded([{"result": fixed}, {"result": fixed}])},
+        llm=[ASK, "0h"],
+    )
+    tree = open_tree(path, overlay)
+    try:
+        overlay.apply(tree)  # again: the providers' start substitutes from this application
+        run = run_tree(tree)
+    finally:
+        tree.close()
+    assert run.succeeded, run.reason
+    assert overlay.applied(tree).divergences == [] and overlay.unused(tree) == []
+    assert [c.output for c in run.calls()] == [fixed, fixed]

@@ -120,6 +120,7 @@ class DuckDuckGoSearchTool(ModelTool):
     )
     Arguments = WebSearchArgs
     primary_argument = "query"
+    replaces_requirement = ("search_backend",)  # a backend of one's own needs no ddgs
 
     @classmethod
     def missing_requirement(cls) -> str | None:
