@@ -60,6 +60,18 @@ def handle(args: argparse.Namespace) -> int:
     from jianmu_bt.mcp.cli import ToolSpecError, exit_status, serve_from_args, until_signalled
     from jianmu_bt.tools.registry import ToolUnavailableError
 
+    if not args.tree:
+        alone = [
+            flag
+            for flag, given in (
+                ("--run-tool", getattr(args, "run_tool", False)),
+                ("--store", getattr(args, "store", None)),
+                ("--traces", getattr(args, "traces", None)),
+            )
+            if given
+        ]
+        if alone:
+            raise CLIError(f"{', '.join(alone)}: only with --tree FILE (they serve a tree)")
     try:
         if args.tree:
             tree = load_tree_file(args.tree)  # a broken file is reported with its locations
@@ -101,7 +113,7 @@ async def serve_tree(args: argparse.Namespace, tree: Tree) -> None:
                 raise CLIError(f"{args.tree}: cannot start the tree's tools: {exc}") from None
         served = ServedTree(args, tree)  # its tools (and run tool), guard, resources, prompts
         try:
-            await serve_from_args(args, served.toolset, served.guard, served.extras)
+            await serve_from_args(args, served.served, served.guard, served.extras)
         finally:
             await served.aclose()
     finally:

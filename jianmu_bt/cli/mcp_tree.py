@@ -10,14 +10,18 @@
   notifications, its trace to `--traces`, and with `--store` the run is durable (a call that
   needs an approval pauses it instead of waiting for a person who is not there). The runs use a
   second copy of the tree, loaded on the first call: each run is under the tree's guard with
-  counters of its own (as `jianmu run`), and the counters of the served tool calls stay apart.
+  counters of its own (as `jianmu run`). The run tool itself is a served call like the others,
+  checked and counted by the served guard as a call without effects (`rate_limits:
+  {run_<tree>: ...}` bounds how often a client may run the tree; an `allow:` list must name it).
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import logging
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +34,9 @@ from jianmu_bt.runtime.context import new_run_id
 from jianmu_bt.runtime.events import Event, TraceWriter
 from jianmu_bt.tools.base import Tool
 from jianmu_bt.tools.call_context import report_progress
+from jianmu_bt.tools.toolset import ToolSet
+
+logger = logging.getLogger(__name__)
 
 #: Event types a served run reports as progress.
 PROGRESS_EVENTS = (
@@ -118,6 +125,9 @@ class TreeRunTool(Tool):
     """Runs the served tree as one tool call (see the module docstring)."""
 
     parallel_safe = False
+    #: None of its own: the served guard counts its calls (rate limits), each run guards its
+    #: own calls and their effects.
+    effect_tags: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -234,12 +244,18 @@ def _json_state(state: dict[str, Any]) -> dict[str, Any]:
 
 
 class ServedTree:
-    """The tools, guard, resources and prompts `jianmu mcp serve --tree` offers for `tree`."""
+    """The tools, guard, resources and prompts `jianmu mcp serve --tree` offers for `tree`.
+
+    Build it once the tree's providers started: `served` is what to serve; it follows the
+    providers' tool lists (a provider that announces a change makes the served clients hear
+    `notifications/tools/list_changed`). `aclose` ends all that.
+    """
 
     def __init__(self, args: Any, tree: Any) -> None:
         from jianmu_bt.mcp.guarded import EnforcerGuard
         from jianmu_bt.mcp.server_prompts import ServedPrompts
         from jianmu_bt.mcp.server_resources import ServedResources
+        from jianmu_bt.mcp.server_tools import ServedTools
 
         store_location = getattr(args, "store", None)
         traces = Path(args.traces) if getattr(args, "traces", None) else None
@@ -253,27 +269,62 @@ class ServedTree:
                 self.store = open_store(store_location)
             except (StoreError, OSError) as exc:
                 raise CLIError(f"--store {store_location}: {exc}") from None
+        self._tree = tree
+        self._unsubscribe: list[Callable[[], None]] = []
         self.run_tool = None
-        toolset = tree.toolset
-        if getattr(args, "run_tool", False):
-            self.run_tool = TreeRunTool(tree, args.tree, store=self.store, traces=traces)
+        try:
+            toolset = tree.toolset
+            if getattr(args, "run_tool", False):
+                self.run_tool = TreeRunTool(tree, args.tree, store=self.store, traces=traces)
+                toolset = toolset.with_tools([self.run_tool])
+            self.toolset = toolset
+            self.served = ServedTools(toolset)
+            # The run tool is guarded like the others, as a call without effects: rate limits
+            # and deny lists apply to it, so a client cannot loop it to spend the budgets of
+            # fresh runs again and again (each run's own calls are guarded inside the run).
+            self.guard = EnforcerGuard(tree.guard) if tree.guard is not None else None
+            self.extras: list[ServerPart] = [
+                ServedResources(tree_files(tree), store=self.store, traces=traces),
+                ServedPrompts(tree_prompts(tree)),
+            ]
+            for provider in tree.providers.catalog.providers:
+                listen = getattr(provider, "on_tools_changed", None)
+                if callable(listen):
+                    self._unsubscribe.append(listen(self._provider_changed))
+        except BaseException:
+            self._close_store()
+            raise
+
+    async def _provider_changed(self, provider: Any) -> None:
+        """Serve the tree's tools with `provider`'s new list (a clash keeps the old tools)."""
+        from jianmu_bt.mcp.provider import merge_providers_tools
+
+        catalog = self._tree.providers.catalog
+        try:
+            tools = merge_providers_tools(catalog.providers, extra=catalog.toolset().tools)
+        except Exception as exc:
+            logger.warning("the served tools stay as they were: %s", exc)
+            return
+        toolset = ToolSet.from_tools(tools)
+        if self.run_tool is not None:
             toolset = toolset.with_tools([self.run_tool])
-        self.toolset = toolset
-        exempt = (self.run_tool.name,) if self.run_tool is not None else ()
-        self.guard = EnforcerGuard(tree.guard, exempt) if tree.guard is not None else None
-        self.extras: list[ServerPart] = [
-            ServedResources(tree_files(tree), store=self.store, traces=traces),
-            ServedPrompts(tree_prompts(tree)),
-        ]
+        await self.served.replace(toolset)
+
+    def _close_store(self) -> None:
+        if self.store is not None:
+            self.store.close()
+            self.store = None
 
     async def aclose(self) -> None:
-        """Close the run copy of the tree and the store."""
+        """Stop following the providers; close the run copy of the tree and the store."""
+        for unsubscribe in self._unsubscribe:
+            unsubscribe()
+        self._unsubscribe = []
         try:
             if self.run_tool is not None:
                 await self.run_tool.aclose()
         finally:
-            if self.store is not None:
-                self.store.close()
+            self._close_store()
 
 
 __all__ = ["PROGRESS_EVENTS", "ServedTree", "TreeRunTool", "tree_files", "tree_prompts"]

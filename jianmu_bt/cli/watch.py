@@ -4,8 +4,8 @@ On a terminal that understands ANSI escapes the view is redrawn in place (the cu
 over the previous drawing), at most every `interval` seconds and once more at the end, with the
 latest tool, guard and LLM activity under the tree. Anywhere else (a pipe, a log file,
 TERM=dumb) it is plain text: a fresh snapshot of the tree after each change (throttled the same
-way, the last one always printed) and each activity line as it happens, so nothing depends on
-cursor movement.
+way, the last one always printed) and each activity line as it happens (a call's progress only
+when it moved by 10% or reached its total), so nothing depends on cursor movement.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ TERMINAL_INTERVAL = 0.1
 PLAIN_INTERVAL = 0.5
 #: Activity lines kept under the tree on a terminal.
 ACTIVITY_LINES = 6
+#: In plain mode, a call's progress is printed when it moved by this share (10%).
+PROGRESS_STEP = 0.1
 
 
 def is_live_terminal(stream: TextIO) -> bool:
@@ -63,6 +65,7 @@ class WatchView:
         self._drawn_lines = 0
         self._activity: deque[str] = deque(maxlen=ACTIVITY_LINES)
         self._progress_of: Any = None  # the call whose progress is the last activity line
+        self._printed_progress: dict[Any, float] = {}  # plain mode: per call, last printed
 
     def __call__(self, event: Any) -> None:
         if event.type == "node.status":
@@ -82,8 +85,29 @@ class WatchView:
                 self._activity.append(line)
                 if progress and self.clock() - self._last_draw >= self.interval:
                     self.draw()  # no tick comes while a call runs: show its progress now
-            else:
+            elif event.type != "tool.progress" or self._progress_moved(event.data):
                 self._write([f"  > {line}"])
+        if event.type in ("tool.call.completed", "tool.call.failed"):
+            self._printed_progress.pop(event.data.get("call_id"), None)
+
+    def _progress_moved(self, data: Mapping[str, Any]) -> bool:
+        """Plain mode prints a call's progress report only when it moved by `PROGRESS_STEP`
+        (of the total, or of the last printed value when there is no total) since the last
+        one printed, and its last report (progress reaching the total)."""
+        call = data.get("call_id")
+        try:
+            progress = float(data.get("progress") or 0.0)
+            total = float(data["total"]) if data.get("total") else None
+        except (TypeError, ValueError):
+            return True
+        last = self._printed_progress.get(call)
+        if total is not None:
+            moved = last is None or progress >= total or progress - last >= PROGRESS_STEP * total
+        else:
+            moved = last is None or progress - last >= PROGRESS_STEP * abs(last)
+        if moved:
+            self._printed_progress[call] = progress
+        return moved
 
     def finish(self, statuses: Mapping[str, Any] | None = None) -> None:
         """The last drawing, with the statuses the run ended with (a halt resets the nodes)."""

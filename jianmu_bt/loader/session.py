@@ -111,14 +111,17 @@ class ProviderSession:
 
         tools = merge_providers_tools(self.catalog.providers, extra=self.catalog.toolset().tools)
         full = ToolSet.from_tools(tools)
-        for binding in self.bindings:
-            binding.apply(self._pick(full, binding))
+        # Every pick first: a change that does not fit one node changes no node.
+        picks = [(binding, self._pick(full, binding)) for binding in self.bindings]
+        for binding, picked in picks:
+            binding.apply(picked)
         return full
 
     def apply_changes(self) -> bool:
         """Give the nodes the tools of providers that changed since the last call (call it
-        between ticks); True when something was applied. A change that no longer fits the
-        tree (a node's tool went away, a name clash) is logged and the nodes keep their tools."""
+        between ticks); True when something was applied. All or nothing: a change that no
+        longer fits the tree (a node's tool went away, a name clash) is logged and every node
+        keeps its tools."""
         if not self._changed.is_set() or self.toolset is None:
             return False
         self._changed.clear()

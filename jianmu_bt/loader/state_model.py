@@ -39,6 +39,7 @@ PY_TYPES: dict[str, Any] = {
     "dict": dict[str, Any],
     "any": Any,
 }
+_TEXT: Any = Annotated[str, Field(coerce_numbers_to_str=True)]
 JSON_TYPES: dict[str, frozenset[str]] = {
     "string": frozenset({"string"}),
     "integer": frozenset({"integer"}),
@@ -204,6 +205,10 @@ def build_state(
                 )
                 facts[decl.name] = _reported(decl)
                 continue
+        if spec.type == "string":
+            # Written at run time, a `string` field takes a number as its text: a typed tool
+            # result (an MCP tool's 3) fits where its text ("3") did. (Its default stays strict.)
+            annotation = _TEXT | None if nullable else _TEXT
         if spec.reducer and spec.reducer != "replace":
             annotation = Annotated[annotation, Reducer(spec.reducer)]
         definitions[decl.name] = (

@@ -27,6 +27,7 @@ from jianmu_bt.mcp.errors import MCPUnavailableError
 from jianmu_bt.mcp.serve_options import add_serve_arguments
 from jianmu_bt.mcp.server import (
     AnyGuard,
+    ServedTools,
     ServerPart,
     announce,
     serve as serve_toolset,
@@ -103,7 +104,7 @@ def load_toolset(specs: Sequence[str]) -> ToolSet:
 
 async def serve_from_args(
     args: argparse.Namespace,
-    toolset: ToolSet | None = None,
+    toolset: ToolSet | ServedTools | None = None,
     guard: AnyGuard | None = None,
     extras: Sequence[ServerPart] = (),
 ) -> None:
@@ -118,7 +119,8 @@ async def serve_from_args(
         if not specs:
             raise ToolSpecError("no tools to serve: pass --tools NAME[,module:attr...]")
         toolset = load_toolset(specs)
-    if len(toolset) == 0:
+    first = toolset.toolset if isinstance(toolset, ServedTools) else toolset
+    if len(first) == 0:
         raise ToolSpecError("no tools to serve: the tool set is empty")
     await serve_toolset(
         toolset,
@@ -129,7 +131,7 @@ async def serve_from_args(
         name=args.name,
         timeout=args.timeout,
         guard=guard,
-        on_ready=announce(toolset),
+        on_ready=announce(first),
         extras=extras,
     )
 

@@ -329,11 +329,12 @@ class MCPClient:
                 await conn.shutdown()
             require_mcp()
             fresh = Connection(self)
+            started = anyio.current_time()
             try:
                 await fresh.open(self.config.connect_timeout)
             except MCPClientError as exc:
                 self._stderr.clear()  # its tail is in the message; the next attempt starts afresh
-                if self.config.transport == "http" and await looks_like_legacy_sse(self.config):
+                if await self._legacy_sse(exc, started):
                     raise MCPConnectionError(
                         f"MCP server '{self.name}' ({self.config.url}) speaks the legacy "
                         "HTTP+SSE transport; set transport: sse"
@@ -347,6 +348,15 @@ class MCPClient:
             self._server_info = fresh.server_info
             self.reconnects += reconnecting
             return fresh
+
+    async def _legacy_sse(self, failure: MCPClientError, started: float) -> bool:
+        """Whether a failed streamable-HTTP connect met a legacy HTTP+SSE server. Probed only
+        when the failure was not a timeout, and within what is left of `connect_timeout`, so
+        a server that never answers costs one attempt and one timeout."""
+        if self.config.transport != "http" or isinstance(failure, MCPTimeoutError):
+            return False
+        left = self.config.connect_timeout - (anyio.current_time() - started)
+        return left > 0 and await looks_like_legacy_sse(self.config, left)
 
     def make_transport(self, abrupt: Callable[[], bool] | None = None) -> Any:
         """The transport (an async context manager yielding the stream pair) for the config;

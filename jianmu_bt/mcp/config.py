@@ -9,12 +9,15 @@ tools:
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_CONNECT_TIMEOUT = 30.0
@@ -124,9 +127,20 @@ class MCPServerConfig(BaseModel):
     ) -> MCPServerConfig:
         """This config as a tree file uses it: relative `roots` taken from `base_dir` (the
         file's folder), and the tree's `workspace` as the root when `roots` is not given
-        (`roots: []` offers none)."""
+        (`roots: []` offers none). A workspace that is not a directory (yet) is not offered,
+        with a warning; a given root that is not one stays an error (when the client is made).
+        """
         if self.roots is None:
-            roots = [os.fspath(workspace)] if workspace is not None else None
+            roots = None
+            if workspace is not None:
+                if os.path.isdir(os.path.expanduser(workspace)):
+                    roots = [os.fspath(workspace)]
+                else:
+                    logger.warning(
+                        "MCP server '%s': the workspace %s is not a directory; no roots offered",
+                        self.label,
+                        os.fspath(workspace),
+                    )
         else:
             roots = [os.path.join(base_dir, os.path.expanduser(root)) for root in self.roots]
         return self.model_copy(update={"roots": roots})

@@ -64,8 +64,9 @@ class ServedCallGuard(Protocol):
 class EnforcerGuard:
     """A `GuardEnforcer` applied to served calls (see the module docstring).
 
-    `exempt` names tools the guard neither checks nor counts: a tool that runs the whole tree
-    (`jianmu mcp serve --tree --run-tool`), whose calls inside are guarded by the run itself.
+    `exempt` names tools the guard neither checks nor counts (none by default; the run tool of
+    `jianmu mcp serve --tree --run-tool` is not exempt: it is checked and counted as a call
+    without effects).
     """
 
     def __init__(self, enforcer: GuardEnforcer, exempt: tuple[str, ...] = ()) -> None:

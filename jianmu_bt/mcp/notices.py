@@ -1,20 +1,23 @@
 """Listeners of what an MCP server announces (`notifications/tools/list_changed`).
 
 The SDK hands every server notification to one message handler, in a task of the connection;
-the client keeps a `Listeners` per kind of notice and awaits each listener there. A listener
-that fails is logged and skipped: it must not break the connection or the other listeners.
+the client keeps a `Listeners` per kind of notice and awaits each listener there (a provider
+keeps one for its rebuilt tool lists). A listener may be sync or async; one that fails is
+logged and skipped: it must not break the connection or the other listeners.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 logger = logging.getLogger(__name__)
 
-Listener = Callable[[], Awaitable[None]]
-"""Awaited once per notice."""
+Listener = Callable[..., "Awaitable[None] | None"]
+"""Called (and awaited, when it returns an awaitable) once per notice, with the notice's
+arguments (none for a client's notices)."""
 
 
 class Listeners:
@@ -25,7 +28,7 @@ class Listeners:
         self._listeners: list[Listener] = []
 
     def add(self, listener: Listener) -> Callable[[], None]:
-        """Await `listener()` on every notice; returns a function that removes it."""
+        """Call `listener(*args)` on every notice; returns a function that removes it."""
         self._listeners.append(listener)
 
         def remove() -> None:
@@ -34,11 +37,14 @@ class Listeners:
 
         return remove
 
-    async def notify(self, server: str) -> None:
-        """Await every listener (their faults are logged, naming `server`)."""
+    async def notify(self, server: str, *args: Any) -> None:
+        """Call (and await) every listener with `args`; their faults are logged, naming
+        `server`."""
         for listener in list(self._listeners):
             try:
-                await listener()
+                outcome = listener(*args)
+                if inspect.isawaitable(outcome):
+                    await outcome
             except Exception:
                 logger.exception("MCP server '%s': a %s listener failed", server, self.what)
 

@@ -19,11 +19,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 
 from jianmu_bt.mcp.annotations import effect_tags_from_annotations, parallel_safe_from_annotations
 from jianmu_bt.mcp.client import MCPClient
 from jianmu_bt.mcp.config import MCPServerConfig
 from jianmu_bt.mcp.errors import MCPClientError, ToolNameClashError
+from jianmu_bt.mcp.notices import Listener, Listeners
 from jianmu_bt.mcp.results import call_result_to_tool_result, wrapped_schema
 from jianmu_bt.tools.base import Tool, normalize_parameters
 from jianmu_bt.tools.call_context import report_progress
@@ -104,7 +106,10 @@ class MCPTool(Tool):
             outcome = call_result_to_tool_result(self.name, result, self.listed_output_schema)
         if self.provider is not None:
             # A tool-list change the server announced during the call (before its result, over
-            # stdio) is in effect when the caller sees the result.
+            # stdio) is in effect when the caller sees the result. The notice is handled in the
+            # connection's task: one checkpoint lets a handler that is ready start its refresh
+            # (so `refreshed` sees it) before this task goes on.
+            await anyio.lowlevel.checkpoint()
             await self.provider.refreshed()
         return outcome
 
@@ -148,7 +153,7 @@ class MCPToolProvider(BaseToolProvider):
         self.version = 0
         self._server_name = server_name
         self._tools: list[MCPTool] | None = None
-        self._listeners: list[Callable[[MCPToolProvider], None]] = []
+        self._changes = Listeners("rebuilt-tools")
         self._refreshing = False
         self._stale = False
         self._settled: anyio.Event | None = None  # set when the running refresh ends
@@ -203,16 +208,11 @@ class MCPToolProvider(BaseToolProvider):
         self._tools, self.skipped = tools, skipped
         self.version += 1
 
-    def on_tools_changed(self, listener: Callable[[MCPToolProvider], None]) -> Callable[[], None]:
-        """Call `listener(provider)` after the tools were rebuilt because the server said its
-        tool list changed (in the connection's task); returns a function that removes it."""
-        self._listeners.append(listener)
-
-        def remove() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-        return remove
+    def on_tools_changed(self, listener: Listener) -> Callable[[], None]:
+        """Call `listener(provider)` (sync, or async and awaited) after the tools were rebuilt
+        because the server said its tool list changed, in the connection's task; returns a
+        function that removes it. A listener that raises is logged and skipped."""
+        return self._changes.add(listener)
 
     async def _tools_changed(self) -> None:
         # A flood of notifications costs at most one listing running and one more after it.
@@ -234,8 +234,7 @@ class MCPToolProvider(BaseToolProvider):
                         "MCP server '%s': tools not refreshed: %s", self.server_name, exc
                     )
                     return
-                for listener in list(self._listeners):
-                    listener(self)
+                await self._changes.notify(self.server_name, self)
         finally:
             self._refreshing = False
             settled.set()

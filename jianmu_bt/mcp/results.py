@@ -5,7 +5,8 @@ otherwise the output is the structured content when the server sent some (unwrap
 `{"result": ...}` when the tool's output schema wraps a non-object), else the text blocks joined
 by newlines. Images, audio and resources are summarised in one line each (type, MIME type, size,
 URI) so an LLM knows they exist without receiving base64 data; a result with images or audio is
-a `MediaText`: that text, with the media kept as content parts (`.parts`).
+a `MediaText`: that text, with the media kept as content parts (`.parts`) and the structured
+content the server sent, if any (`.structured`, used when the tool is served again).
 
 Server side: a ToolResult becomes one text block (`ToolResult.content`), plus structured content
 when the output is a JSON object; a failed ToolResult is an `isError` result, never a protocol
@@ -17,8 +18,10 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Mapping
 from typing import Any
 
+from jianmu_bt.tools.base import DEFAULT_OUTPUT_SCHEMA, Tool
 from jianmu_bt.tools.calls import ERROR_PREFIX, ToolResult
 
 
@@ -63,15 +66,30 @@ class MediaText(str):
     """
 
     parts: list[dict[str, Any]]
+    #: The structured content the server sent with the media (as sent), or None.
+    structured: Any
 
-    def __new__(cls, text: str, parts: list[dict[str, Any]]) -> MediaText:
+    def __new__(cls, text: str, parts: list[dict[str, Any]], structured: Any = None) -> MediaText:
         made = super().__new__(cls, text)
         made.parts = parts
+        made.structured = structured
         return made
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Copies and pickles keep the parts (str's own reduce would drop them).
-        return (MediaText, (str(self), self.parts))
+        return (MediaText, (str(self), self.parts, self.structured))
+
+
+#: The `input_audio` format (as OpenAI-style parts name it) of an audio MIME type, where the
+#: MIME subtype is not already that name; `AUDIO_MIME_TYPES` is the way back.
+AUDIO_FORMATS = {
+    "audio/mpeg": "mp3",
+    "audio/mp3": "mp3",
+    "audio/wav": "wav",
+    "audio/x-wav": "wav",
+    "audio/wave": "wav",
+}
+AUDIO_MIME_TYPES = {"mp3": "audio/mpeg", "wav": "audio/wav"}
 
 
 def content_part(block: Any) -> dict[str, Any]:
@@ -82,7 +100,7 @@ def content_part(block: Any) -> dict[str, Any]:
     if kind == "image":
         return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}}
     if kind == "audio":
-        audio_format = mime.split("/")[-1].removeprefix("x-")
+        audio_format = AUDIO_FORMATS.get(mime, mime.split("/")[-1].removeprefix("x-"))
         return {"type": "input_audio", "input_audio": {"data": data, "format": audio_format}}
     return {"type": "text", "text": describe_content_block(block)}
 
@@ -99,6 +117,26 @@ def content_text(content: Any) -> str:
 
 #: The key a server wraps a non-object structured result under (MCP wants an object there).
 WRAPPED_RESULT_KEY = "result"
+
+
+def output_schema_of(tool: Tool) -> dict[str, Any] | None:
+    """The `outputSchema` a server advertises for `tool` (always an object schema: a
+    non-object one is wrapped as `{"result": X}`), or None when the tool declares none."""
+    schema = getattr(tool, "output_schema", None)
+    if not isinstance(schema, Mapping) or not schema or dict(schema) == DEFAULT_OUTPUT_SCHEMA:
+        return None
+    if schema.get("type") == "object":
+        return dict(schema)
+    key = WRAPPED_RESULT_KEY
+    return {"type": "object", "properties": {key: dict(schema)}, "required": [key]}
+
+
+def wraps_result(output_schema: Mapping[str, Any] | None, tool: Tool) -> bool:
+    """Whether `output_schema` (from `output_schema_of(tool)`) wraps the output as `result`."""
+    own = getattr(tool, "output_schema", None)
+    return output_schema is not None and not (
+        isinstance(own, Mapping) and own.get("type") == "object"
+    )
 
 
 def wrapped_schema(output_schema: Any) -> dict[str, Any] | None:
@@ -133,7 +171,8 @@ def call_result_to_tool_result(
     if has_media(content):
         # Media stay parts; structured content would carry the same base64 as text for an LLM.
         parts = [content_part(block) for block in content or ()]
-        return ToolResult(tool=tool, ok=True, output=MediaText(text, parts))
+        structured = getattr(result, "structured_content", None)
+        return ToolResult(tool=tool, ok=True, output=MediaText(text, parts, structured))
     structured = getattr(result, "structured_content", None)
     if structured is None:
         return ToolResult(tool=tool, ok=True, output=text)

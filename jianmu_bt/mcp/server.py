@@ -102,17 +102,19 @@ def build_mcp_server(
         # A copy: the SDK may stamp fields (server info, cache hints) onto a returned result.
         return served.listing.model_copy(deep=True)
 
-    async def run_call(ctx: Any, call: ToolCall, tool: Tool) -> ToolResult:
+    async def run_call(ctx: Any, tools: ToolSet, call: ToolCall) -> ToolResult:
         """The call, under a progress sink (the SDK sends reports only when the client asked)."""
-        tools = served.toolset
         async with forward_progress(ctx.session.report_progress) as sink:
             with progress_sink(sink):
                 return await tools.call(call, timeout=timeout)
 
     async def call_tool(ctx: Any, params: Any) -> Any:
-        tool = served.toolset.get(params.name)
+        # One look at the served tools: a change while the guard decides must not swap the
+        # tool between the check and the call.
+        tools = served.toolset
+        tool = tools.get(params.name)
         if tool is None:
-            available = ", ".join(served.toolset.names())
+            available = ", ".join(tools.names())
             raise MCPError(
                 code=types.INVALID_PARAMS,
                 message=f"Unknown tool: {params.name}; available: {available}",
@@ -128,9 +130,9 @@ def build_mcp_server(
             if reason is not None:
                 return error_call_result(f"the call to '{tool.name}' was refused: {reason}")
         if not isinstance(guard, ServedCallGuard):
-            return served_call_result(await run_call(ctx, call, tool), tool, output_schema)
+            return served_call_result(await run_call(ctx, tools, call), tool, output_schema)
         try:
-            result = await run_call(ctx, call, tool)
+            result = await run_call(ctx, tools, call)
         except BaseException:
             guard.record(call, tool, None)  # cancelled: it may have had its effect
             raise

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 
@@ -29,6 +30,8 @@ import anyio
 import anyio.lowlevel
 
 from jianmu_bt.tools.call_context import ProgressSink
+
+logger = logging.getLogger(__name__)
 
 #: Reports waiting to be sent at most; older ones are dropped first.
 MAX_PENDING = 64
@@ -84,8 +87,14 @@ class ProgressForwarder:
             self._last = progress
             try:
                 await self._send(progress, total, message)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                self._pending.clear()  # the client went away; the call goes on
+            except Exception as exc:
+                # The client went away, or the notice could not be sent: progress stops, the
+                # call goes on (a report is never the call's error).
+                if not isinstance(exc, (anyio.BrokenResourceError, anyio.ClosedResourceError)):
+                    logger.warning("a progress notification could not be sent: %r", exc)
+                self._closed = True
+                self.dropped += len(self._pending) + 1
+                self._pending.clear()
                 return
             self.sent += 1
 

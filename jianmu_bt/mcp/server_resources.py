@@ -76,9 +76,11 @@ class ServedResources:
         }
 
     async def _list(self, ctx: Any, params: Any) -> Any:
+        import anyio.to_thread
         import mcp_types as types
 
-        return types.ListResourcesResult(resources=self.resources())
+        # Blocking (a folder listing, store queries): in a worker thread, as reads are.
+        return types.ListResourcesResult(resources=await anyio.to_thread.run_sync(self.resources))
 
     async def _templates(self, ctx: Any, params: Any) -> Any:
         import mcp_types as types
@@ -99,7 +101,7 @@ class ServedResources:
             contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=text)]
         )
 
-    # -- what there is -----------------------------------------------------------------------
+    # -- what there is (blocking: runs in a worker thread) ------------------------------------
 
     def resources(self) -> list[Any]:
         """The concrete resources: every tree file, every trace, the newest runs."""

@@ -8,8 +8,10 @@
   holds no media).
 - Images and audio in an output stay content blocks (never base64 text): an output that is an
   MCP-shaped block (`{"type": "image", "data": ..., "mimeType": ...}`), an OpenAI-style
-  `{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}` part, an SDK
-  `ImageContent`/`AudioContent`, or a list of these mixed with text, becomes the matching blocks
+  `{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}` or
+  `{"type": "input_audio", "input_audio": {"data": ..., "format": "mp3"}}` part, an SDK
+  `ImageContent`/`AudioContent`, a list of these mixed with text, or a `MediaText` (the result
+  of a tool of another MCP server, served again) becomes the matching blocks
   (a tool with an `outputSchema` sends its `structuredContent` too, as MCP requires).
 - A failed ToolResult is an `isError` result with its error text, never a protocol error.
 """
@@ -21,31 +23,17 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from jianmu_bt.tools.base import DEFAULT_OUTPUT_SCHEMA, Tool
+from jianmu_bt.mcp.results import (
+    AUDIO_MIME_TYPES,
+    WRAPPED_RESULT_KEY,
+    MediaText,
+    output_schema_of,
+    wraps_result,
+)
+from jianmu_bt.tools.base import Tool
 from jianmu_bt.tools.calls import ToolResult
 
-#: The key a non-object structured result is wrapped under (MCP requires an object).
-RESULT_KEY = "result"
-
 _DATA_URL = re.compile(r"^data:(?P<mime>[\w.+-]+/[\w.+-]+);base64,(?P<data>.*)$", re.DOTALL)
-
-
-def output_schema_of(tool: Tool) -> dict[str, Any] | None:
-    """The `outputSchema` to advertise for `tool` (always an object schema), or None."""
-    schema = getattr(tool, "output_schema", None)
-    if not isinstance(schema, Mapping) or not schema or dict(schema) == DEFAULT_OUTPUT_SCHEMA:
-        return None
-    if schema.get("type") == "object":
-        return dict(schema)
-    return {"type": "object", "properties": {RESULT_KEY: dict(schema)}, "required": [RESULT_KEY]}
-
-
-def wraps_result(output_schema: Mapping[str, Any] | None, tool: Tool) -> bool:
-    """Whether `output_schema` (from `output_schema_of(tool)`) wraps the output as `result`."""
-    own = getattr(tool, "output_schema", None)
-    return output_schema is not None and not (
-        isinstance(own, Mapping) and own.get("type") == "object"
-    )
 
 
 def _plain_json(value: Any) -> Any:
@@ -77,6 +65,13 @@ def media_block(part: Any) -> Any | None:
         if isinstance(mime, str):
             cls = types.ImageContent if kind == "image" else types.AudioContent
             return cls(type=kind, data=part["data"], mime_type=mime)
+    if kind == "input_audio":
+        inner = part.get(kind)
+        data = inner.get("data") if isinstance(inner, Mapping) else None
+        audio_format = inner.get("format") if isinstance(inner, Mapping) else None
+        if isinstance(data, str) and isinstance(audio_format, str):
+            mime = AUDIO_MIME_TYPES.get(audio_format, f"audio/{audio_format}")
+            return types.AudioContent(type="audio", data=data, mime_type=mime)
     if kind in ("image_url", "input_audio"):
         inner = part.get(kind)
         url = inner.get("url") if isinstance(inner, Mapping) else inner
@@ -92,7 +87,10 @@ def content_blocks(output: Any) -> list[Any] | None:
     """Content blocks for an output holding media (images, audio), else None (use `text`)."""
     import mcp_types as types
 
-    parts = output if isinstance(output, list) else [output]
+    if isinstance(output, MediaText):  # a proxied MCP result: its media are in `.parts`
+        parts: list[Any] = list(output.parts)
+    else:
+        parts = output if isinstance(output, list) else [output]
     blocks = [media_block(part) for part in parts]
     if not any(block is not None for block in blocks):
         return None
@@ -127,8 +125,13 @@ def served_call_result(result: ToolResult, tool: Tool, output_schema: Any = None
     if output_schema is None:
         structured = data if isinstance(data, dict) and media is None else None
         return types.CallToolResult(content=content, structured_content=structured)
+    if isinstance(result.output, MediaText) and result.output.structured is not None:
+        # Served again: the structured content exactly as its own server sent it, which fits
+        # the schema it listed (and this server lists again).
+        return types.CallToolResult(content=content, structured_content=result.output.structured)
     if wraps_result(output_schema, tool):
-        structured = None if data is None and result.output is not None else {RESULT_KEY: data}
+        missing = data is None and result.output is not None
+        structured = None if missing else {WRAPPED_RESULT_KEY: data}
     else:
         structured = data if isinstance(data, dict) else None
     if structured is None:
@@ -139,11 +142,4 @@ def served_call_result(result: ToolResult, tool: Tool, output_schema: Any = None
     return types.CallToolResult(content=content, structured_content=structured)
 
 
-__all__ = [
-    "RESULT_KEY",
-    "content_blocks",
-    "media_block",
-    "output_schema_of",
-    "served_call_result",
-    "wraps_result",
-]
+__all__ = ["content_blocks", "media_block", "output_schema_of", "served_call_result"]

@@ -21,14 +21,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import weakref
 from collections.abc import Iterable
 from typing import Any
 
+import anyio
+
 from jianmu_bt.mcp.annotations import tool_annotation_hints
-from jianmu_bt.mcp.server_results import output_schema_of
+from jianmu_bt.mcp.results import output_schema_of
 from jianmu_bt.tools.base import Tool
 from jianmu_bt.tools.toolset import ToolSet
+
+logger = logging.getLogger(__name__)
+
+#: Seconds one client (or the subscription bus) may take to accept a list-changed notice.
+NOTICE_TIMEOUT = 5.0
 
 
 def describe_tool(tool: Tool) -> Any:
@@ -99,9 +107,24 @@ class ServedTools:
         if not isinstance(toolset, ToolSet):
             raise TypeError(f"replace needs a ToolSet, got {type(toolset).__name__}")
         self._set(toolset)
-        await self.bus.publish(ToolsListChanged())
+        # Best effort, each notice bounded: a stuck or gone client must not hold up the change
+        # (nor the other clients' notices).
+        with anyio.move_on_after(NOTICE_TIMEOUT):
+            try:
+                await self.bus.publish(ToolsListChanged())
+            except Exception as exc:
+                logger.warning("the tools/list_changed notice to subscribers failed: %r", exc)
         for connection in list(self._listeners):
-            await connection.send_tool_list_changed()  # best effort: a gone client is skipped
+            with anyio.move_on_after(NOTICE_TIMEOUT) as scope:
+                try:
+                    await connection.send_tool_list_changed()
+                except Exception as exc:
+                    logger.warning("a client was not told the tool list changed: %r", exc)
+            if scope.cancelled_caught:
+                logger.warning(
+                    "a client did not take the tools/list_changed notice within %ss",
+                    NOTICE_TIMEOUT,
+                )
 
     async def add(self, *tools: Tool) -> None:
         """Add (or replace, by name) tools and notify."""

@@ -83,25 +83,27 @@ def sse_transport(config: MCPServerConfig) -> Any:
     )
 
 
-async def looks_like_legacy_sse(config: MCPServerConfig) -> bool:
+async def looks_like_legacy_sse(config: MCPServerConfig, limit: float | None = None) -> bool:
     """Whether `config.url` answers a GET with an event stream that starts with the legacy
-    transport's `endpoint` event (checked after streamable HTTP failed, to say why)."""
+    transport's `endpoint` event (checked after streamable HTTP failed, to say why).
+
+    The whole probe takes at most `limit` seconds (default `config.connect_timeout`)."""
     import httpx2
 
-    timeout = httpx2.Timeout(config.connect_timeout)
+    limit = config.connect_timeout if limit is None else limit
     headers = {**(config.headers or {}), "Accept": "text/event-stream"}
-    try:
-        async with (
-            httpx2.AsyncClient(timeout=timeout) as http,
-            http.stream("GET", str(config.url), headers=headers) as response,
-        ):
-            kind = response.headers.get("content-type", "")
-            if response.status_code != 200 or not kind.startswith("text/event-stream"):
-                return False
-            with anyio.move_on_after(config.connect_timeout):
+    with anyio.move_on_after(limit):
+        try:
+            async with (
+                httpx2.AsyncClient(timeout=httpx2.Timeout(limit)) as http,
+                http.stream("GET", str(config.url), headers=headers) as response,
+            ):
+                kind = response.headers.get("content-type", "")
+                if response.status_code != 200 or not kind.startswith("text/event-stream"):
+                    return False
                 async for line in response.aiter_lines():
                     if line.strip():
                         return line.strip() == "event: endpoint"
-    except (httpx2.HTTPError, OSError):
-        return False
+        except (httpx2.HTTPError, OSError):
+            return False
     return False

@@ -90,3 +90,29 @@ def test_only_real_terminals_get_the_live_view(monkeypatch):
     assert is_live_terminal(Tty()) and not is_live_terminal(io.StringIO())
     monkeypatch.setenv("TERM", "dumb")
     assert not is_live_terminal(Tty())
+
+
+@tool
+def crunch() -> str:
+    """Report progress a thousand times."""
+    from jianmu_bt.tools import report_progress
+
+    for done in range(1, 1001):
+        report_progress(done, 1000, "crunching")
+    return "crunched"
+
+
+def test_plain_mode_prints_progress_only_when_it_moved_by_a_tenth():
+    root = py_trees.composites.Sequence(
+        "Main", memory=True, children=[ToolNode(crunch, name="Crunch")]
+    )
+    runner = TreeRunner(root, StateManager(Numbers))
+    stream = io.StringIO()
+    view = WatchView(root, stream, live=False, interval=0.0)
+    runner.events.subscribe(view)
+    result = runner.run(timeout=60)
+    view.finish(result.node_statuses)
+    reports = [line for line in stream.getvalue().splitlines() if "crunching" in line]
+    # The first, one per tenth, and the last (the events carry all 1000).
+    assert 2 <= len(reports) <= 12
+    assert "1000/1000" in reports[-1]

@@ -102,10 +102,6 @@ def test_watch_shows_a_calls_latest_progress_on_one_line_and_the_summary_skips_i
     assert log.lines == [] and sum(log.counts.values()) == 0
 
 
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(pytest.main([__file__, "-q"]))
-
-
 async def test_a_calls_progress_events_are_bounded_and_hop_to_the_loop() -> None:
     bus = EventBus()
     seen: list[tuple[float, bool]] = []
@@ -124,3 +120,7 @@ async def test_a_calls_progress_events_are_bounded_and_hop_to_the_loop() -> None
     assert len(seen) == MAX_EVENTS_PER_CALL
     assert (0.5, True) in seen and all(on_loop for _, on_loop in seen)
     assert progress_events(EventBus(), "Node", "tool", "c2") is None  # nobody listens: no cost
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(pytest.main([__file__, "-q"]))

@@ -83,3 +83,42 @@ def test_one_server_that_cannot_start_stops_the_others_and_leaves_nothing(
     assert "MCP server 'ghost' could not start" in result.reason
     assert "command not found" in result.reason
     assert descendants() == before
+
+
+@pytest.mark.anyio
+async def test_an_http_server_that_never_answers_is_tried_once_without_a_legacy_probe() -> None:
+    # A socket that takes every connection and never answers: the streamable-HTTP connect times
+    # out, and no legacy-SSE probe follows it (it would be a second connection and timeout).
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(0.2)
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def take() -> None:
+        while not stop.is_set():
+            try:
+                accepted.append(listener.accept()[0])
+            except TimeoutError:
+                continue
+
+    taker = threading.Thread(target=take, daemon=True)
+    taker.start()
+    port = listener.getsockname()[1]
+    client = MCPClient(url=f"http://127.0.0.1:{port}/mcp", name="mute", connect_timeout=1)
+    try:
+        with anyio.fail_after(HANG_GUARD), pytest.raises(MCPTimeoutError):
+            await client.connect()
+        await anyio.sleep(0.5)  # room for a probe that should not come
+    finally:
+        stop.set()
+        taker.join()
+        await client.close()
+        for conn in accepted:
+            conn.close()
+        listener.close()
+    assert len(accepted) == 1

@@ -8,10 +8,12 @@ module-scoped async fixture (its event loop would be running in the test's threa
 
 from __future__ import annotations
 
+import logging
 import threading
 from pathlib import Path
 
-from mcp_test_support import HERE, PYTHON
+import pytest
+from mcp_test_support import HERE, PYTHON, SERVER_ENV, serve_args
 
 from jianmu_bt import tool
 from jianmu_bt.loader import load_tree
@@ -187,3 +189,43 @@ root:
     # Seen by the server while the connection was still open: the notice, not the close.
     assert result.state["seen"] == "found"
     assert marker.read_text() == "cancelled"
+
+
+def test_a_workspace_not_made_yet_is_not_offered_but_the_tree_loads(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "tree.yaml"
+    path.write_text(ROOTS_TREE)  # its workspace `work` does not exist
+    with caplog.at_level(logging.WARNING), load_tree(path) as tree:
+        (provider,) = tree.providers.catalog.providers
+        assert provider.client.config.roots is None
+    assert "is not a directory; no roots offered" in caplog.text
+
+
+def test_a_root_given_in_the_file_must_be_a_directory(tmp_path: Path) -> None:
+    path = tmp_path / "tree.yaml"
+    path.write_text(ROOTS_TREE.replace("name: features,", "name: features, roots: [absent],"))
+    with pytest.raises(Exception, match="is not a directory"):
+        load_tree(path)
+
+
+def test_a_typed_mcp_result_written_to_a_string_field_still_works() -> None:
+    # `square` (-> int) is served with an outputSchema, so its result comes back typed: 9, not
+    # "9". Written to a `string` state field, it must still fit it.
+    args = ", ".join(serve_args(tools="mcp_server_sample_tools:ALL"))
+    env = ", ".join(f"{key}: '{value}'" for key, value in SERVER_ENV.items())
+    text = f"""
+state: {{squared: string, raw: integer}}
+tools:
+  - mcp: {{command: {PYTHON}, args: [{args}], env: {{{env}}}, name: sample, timeout: 20}}
+root:
+  sequence:
+    children:
+      - tool: {{tool: square, arguments: {{x: 3}}, output: squared}}
+      - tool: {{tool: square, arguments: {{x: 4}}, output: raw}}
+"""
+    with load_tree(text) as tree:
+        result = tree.run(timeout=HANG_GUARD)
+    assert result.ok, result.reason
+    assert result.state["squared"] == "9"
+    assert result.state["raw"] == 16

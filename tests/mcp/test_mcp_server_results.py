@@ -9,14 +9,17 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp_server_sample_tools import ALL, PNG, mirror, picture, square, untyped
-from mcp_test_support import PYTHON, SERVER_ENV, HTTPServer, serve_args
+from mcp_test_support import HERE, PYTHON, SERVER_ENV, HTTPServer, serve_args
 
 from jianmu_bt import ToolSet
-from jianmu_bt.mcp import build_mcp_server
+from jianmu_bt.mcp import MCPToolProvider, build_mcp_server
+from jianmu_bt.mcp.results import content_part
+from jianmu_bt.mcp.server_results import media_block
 
 pytestmark = pytest.mark.anyio
 
 TOOLS = "mcp_server_sample_tools:ALL"
+FEATURES = str(HERE / "mcp_client_features_server.py")
 
 
 @pytest.fixture(scope="module")
@@ -112,3 +115,30 @@ async def test_an_output_that_does_not_fit_its_schema_is_an_error_not_a_crash() 
 def test_the_sample_tools_cover_the_cases() -> None:
     assert untyped.output_schema.get("description") == "Output of the tool"  # the default
     assert picture.output_schema["type"] == "array"
+
+
+async def test_a_proxied_mcp_image_and_audio_are_served_as_media_blocks() -> None:
+    # A tool of another MCP server (a real process) served again: its MediaText output goes
+    # out as the blocks it came in as, not as their one-line text stand-ins.
+    from mcp_client_features_server import PNG, WAV
+
+    async with MCPToolProvider(command=PYTHON, args=[FEATURES], server_name="features") as provider:
+        served = build_mcp_server(ToolSet.from_tools(provider.get_tools()))
+        async with Client(served, read_timeout_seconds=20) as client:  # type: ignore[arg-type]
+            result = await client.call_tool("picture", {})
+    kinds = [(block.type, getattr(block, "mime_type", None)) for block in result.content]
+    assert kinds == [("text", None), ("image", "image/png"), ("audio", "audio/wav")]
+    assert result.content[1].data == PNG
+    assert result.content[2].data == WAV
+
+
+def test_audio_parts_name_their_format_and_come_back_with_their_mime_type() -> None:
+    import mcp_types as types
+
+    for mime, audio_format in [("audio/mpeg", "mp3"), ("audio/wav", "wav"), ("audio/ogg", "ogg")]:
+        block = types.AudioContent(type="audio", data="AAAA", mime_type=mime)
+        part = content_part(block)
+        assert part["input_audio"]["format"] == audio_format
+        back = media_block(part)
+        assert back is not None
+        assert back.mime_type == mime
