@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 MODES = ("ask", "all", "none")
+ALREADY_DECIDED = "already decided in the viewer; the terminal's answer is not used"
 NO_REVIEWER = "no reviewer was available for this run (start it with --approve ask or all)"
 
 
@@ -68,10 +69,21 @@ class ApprovalDesk:
             answer = self.ask(f"approve {self._describe(call_id)}? [y/N] ")
         except (EOFError, OSError):
             answer = ""
-        if answer.strip().lower() in ("y", "yes"):
-            self.tree.approve(call_id, note="approved at the terminal")
-        else:
-            self.tree.reject(call_id, "the reviewer at the terminal said no")
+        # Someone else (the viewer's page, with `run --view --approve ask`) may have decided
+        # while the question was open: the first decision stands.
+        if not self._still_pending(call_id):
+            self._say(f"{call_id}: {ALREADY_DECIDED}")
+            return
+        try:
+            if answer.strip().lower() in ("y", "yes"):
+                self.tree.approve(call_id, note="approved at the terminal")
+            else:
+                self.tree.reject(call_id, "the reviewer at the terminal said no")
+        except (KeyError, ValueError):  # decided elsewhere in between
+            self._say(f"{call_id}: {ALREADY_DECIDED}")
+
+    def _still_pending(self, call_id: str) -> bool:
+        return any(record.call_id == call_id for record in self.tree.pending_approvals())
 
     def _describe(self, call_id: str) -> str:
         for record in self.tree.pending_approvals():

@@ -42,8 +42,12 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
 
 def _open_trace(path: str, tree: Any, stack: ExitStack) -> None:
     from jianmu_bt.runtime import TraceWriter
-    from jianmu_bt.viewer.trace_events import TRACE_FORMAT, record_state_writes
-    from jianmu_bt.viz import TREE_NODES_EVENT, tree_nodes_data
+    from jianmu_bt.viz.trace_status import (
+        TRACE_FORMAT,
+        TREE_NODES_EVENT,
+        record_state_writes,
+        tree_nodes_data,
+    )
 
     target = Path(path)
     if not target.parent.is_dir():

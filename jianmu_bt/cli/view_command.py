@@ -3,7 +3,7 @@
 `jianmu view FILE` draws a tree; `--trace TRACE.jsonl` replays a run's trace (on FILE's drawing
 when FILE is given too); `--run ID` replays a durable run from the run store. `jianmu run FILE
 --view` shows the run it starts, live, and takes the decisions on held calls from the page.
-The server binds 127.0.0.1 and prints its URL and an action token; see docs/viewer.md.
+The server binds 127.0.0.1 and prints its URL with an access token; see docs/viewer.md.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ examples:
   jianmu run trees/quickstart.yaml --view            # watch a run live, decide held calls
 
 The server listens on 127.0.0.1 only (--port 0, the default, takes any free port) and prints its
-URL and an action token: approving or denying a held call from the page needs the token. Stop it
-with Ctrl-C. Without Graphviz's `dot` the page lays the tree out itself.
+URL with an access token (#token=...): reading the run and approving or denying a held call both
+need the token. Stop it with Ctrl-C. Without Graphviz's `dot` the page lays the tree out itself.
 """
 
 
@@ -75,10 +75,10 @@ def _serving(source: Any, port: int, out: TextIO) -> Iterator[Any]:
         source.close()
         raise CLIError(str(exc)) from None
     try:
-        print(f"jianmu viewer: {server.url}  (Ctrl-C to stop)", file=out)
+        # The URL carries the token in its fragment (never sent, read by the page's script).
+        print(f"jianmu viewer: {server.url}#token={server.token}  (Ctrl-C to stop)", file=out)
         print(
-            f"action token: {server.token}  (approve or deny from the page: "
-            f"{server.url}#token={server.token})",
+            f"access token: {server.token}  (the page and every request to the viewer need it)",
             file=out,
             flush=True,
         )
@@ -114,6 +114,7 @@ def _tree_for(path: str | None) -> Any:
 
 
 def _source(args: argparse.Namespace) -> Any:
+    from jianmu_bt.loader import TreeLoadError
     from jianmu_bt.store import DEFAULT_STORE_PATH
     from jianmu_bt.viewer import history_source, static_source, trace_source
     from jianmu_bt.viewer.forking import forker
@@ -128,13 +129,18 @@ def _source(args: argparse.Namespace) -> Any:
             with store_errors():
                 record = store.get_run(args.run)
                 path = args.file or record.tree_path
-                tree = None
+                tree, why = None, ""
                 if path and Path(path).is_file():
-                    tree = load_tree_file(path)
+                    try:
+                        tree = load_tree_file(path)
+                    except TreeLoadError as exc:  # changed since: the history alone is shown
+                        why = f"{path} does not load now: {str(exc).splitlines()[0]}"
                 # "fork from here" opens the store again by what the command line named.
                 location = args.store or str(Path.cwd() / DEFAULT_STORE_PATH)
                 fork = forker(location, args.run)
                 source = history_source(store, args.run, tree, use_graphviz=graphviz, fork=fork)
+                if why:
+                    source.problems.insert(0, why)
                 return source, tree
         finally:
             store.close()

@@ -39,6 +39,19 @@ from jianmu_bt.tools import ToolSet
 P = ParamSpec("P")
 
 
+def forked_record(source: RunRecord, run_id: str | None = None) -> RunRecord:
+    """The record of a new paused run forked from the run `source` (its tree, file and inputs),
+    for `RunStore.fork` (`Tree.fork`, the viewer's "fork from here")."""
+    now = time.time()
+    return RunRecord(
+        run_id=run_id or new_run_id_for(),
+        **{k: getattr(source, k) for k in ("tree", "tree_path", "tree_digest", "inputs")},
+        status="paused",
+        started=now,
+        updated=now,
+    )
+
+
 class TreeInputError(ValueError):
     """A run was started without a value for a field the file marks `input: true`."""
 
@@ -235,18 +248,7 @@ class Tree:
         history (`store.history(run_id)`): the steps up to that checkpoint are taken from the
         journal, everything after it runs anew."""
         runs = as_store(store, create=False)
-        source = runs.get_run(run_id)
-        now = time.time()
-        new = RunRecord(
-            run_id=new_run_id or new_run_id_for(),
-            tree=source.tree,
-            status="paused",
-            started=now,
-            updated=now,
-            tree_path=source.tree_path,
-            tree_digest=source.tree_digest,
-            inputs=source.inputs,
-        )
+        new = forked_record(runs.get_run(run_id), new_run_id)
         runs.fork(run_id, checkpoint, new)
         return self.resume(new.run_id, store=runs, hold=hold, timeout=timeout)
 

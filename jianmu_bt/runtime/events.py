@@ -13,6 +13,9 @@ used by the framework:
 | `tool.call.failed` | a tool call failed | `tool`, `call_id`, `error`, `duration` |
 | `tool.call.retry` | a failed call is retried | `tool`, `call_id`, `attempt`, `delay` |
 | `guard.decision` | the guard refused or held a call | `tool`, `call_id`, `decision`, `reason` |
+
+`TraceWriter` writes a run's events as JSON Lines (a trace); `read_trace_file` / `read_trace` is
+the one reader of traces (what a trace records beyond the run's own events: `viz.trace_status`).
 """
 
 from __future__ import annotations
@@ -107,7 +110,96 @@ class TraceWriter:
         self.close()
 
 
+#: The trace format this version writes and reads: the `format` of a trace's `tree.nodes`
+#: event (a trace without one is version 1); a newer trace is refused with a message.
+TRACE_FORMAT = 1
+_WRITE_ONE = "write one with `jianmu run FILE --trace OUT.jsonl`"
+
+
+class TraceFormatError(ValueError):
+    """A file that cannot be read as a trace (missing, not JSON Lines of events, a newer
+    format); the message names the file and line."""
+
+
+@dataclass
+class TraceFile:
+    """A trace's events (as dicts, in order) and what was wrong with it but could be read."""
+
+    path: Path
+    events: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def read_trace_file(path: str | Path) -> TraceFile:
+    """The trace at `path` with its warnings: the one trace reader (`read_trace`,
+    `jianmu dot --status-from`, `jianmu view --trace` all use it).
+
+    A last line cut off mid-write (a run killed while writing) is left out with a warning, as is
+    a trace without `tree.finished`; anything else that is not JSON Lines of events, or a trace
+    of a newer `format`, raises TraceFormatError naming the file and line."""
+    source = Path(path)
+    if not source.is_file():
+        raise TraceFormatError(f"{source}: {'not a file' if source.exists() else 'no such file'}")
+    try:
+        text = source.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise TraceFormatError(f"{source}: cannot read it ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise TraceFormatError(f"{source}: not a trace (not UTF-8 text; {_WRITE_ONE})") from None
+    trace = TraceFile(source)
+    lines = text.split("\n")
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+    if last < 0:
+        raise TraceFormatError(f"{source}: empty, not a trace ({_WRITE_ONE})")
+    for index, line in enumerate(lines[: last + 1]):
+        if not line.strip():
+            continue
+        problem, event = _parse_event(line)
+        if problem:
+            if index == last and not text.endswith("\n") and trace.events:
+                trace.warnings.append(
+                    f"{source}:{index + 1}: the trace is truncated: its last line is cut off (the "
+                    f"run was stopped while writing); showing the {len(trace.events)} events "
+                    "before it"
+                )
+                break
+            raise TraceFormatError(f"{source}:{index + 1}: {problem}: not a trace ({_WRITE_ONE})")
+        _check_format(source, index + 1, event)
+        trace.events.append(event)
+    if not any(event.get("type") == "tree.finished" for event in trace.events):
+        trace.warnings.append(
+            f"{source}: the trace ends before the run finished (no tree.finished event): the "
+            "run is still going, or it was stopped"
+        )
+    return trace
+
+
 def read_trace(path: str | Path) -> list[dict[str, Any]]:
-    """The events of a JSONL trace file, as dicts."""
-    with Path(path).open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+    """The events of a JSONL trace file, as dicts (see `read_trace_file`)."""
+    return read_trace_file(path).events
+
+
+def _parse_event(line: str) -> tuple[str, dict[str, Any]]:
+    """("", event), or (what is wrong, {})."""
+    try:
+        event = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return f"not a JSON line ({exc.msg})", {}
+    except RecursionError:
+        return "not a JSON line (nested too deeply)", {}
+    if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+        return "not an event (a JSON object with a 'type')", {}
+    return "", event
+
+
+def _check_format(source: Path, number: int, event: dict[str, Any]) -> None:
+    version = event.get("format")
+    if version is None:
+        return
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise TraceFormatError(f"{source}:{number}: not a trace: 'format' is {version!r}")
+    if version > TRACE_FORMAT:
+        raise TraceFormatError(
+            f"{source}:{number}: this trace was written in trace format {version}, newer than "
+            f"this jianmu reads (format {TRACE_FORMAT}): upgrade jianmu-bt to view it"
+        )

@@ -9,8 +9,9 @@ with ViewerServer(source, port=0) as server: # 127.0.0.1, any free port
     print(server.url, server.token)
     tree.run()
 ```
-The server needs the `viewer` extra (Starlette, uvicorn); the trace helpers do not. Names load
-on first use.
+The server needs the `viewer` extra (Starlette, uvicorn). What a trace records for a replay
+(`tree.nodes`, `state.write`) and its reader are in `jianmu_bt.viz.trace_status`. Names load on
+first use.
 """
 
 from __future__ import annotations
@@ -33,12 +34,6 @@ if TYPE_CHECKING:
         live_source as live_source,
         static_source as static_source,
         trace_source as trace_source,
-    )
-    from jianmu_bt.viewer.trace_events import (
-        TRACE_FORMAT as TRACE_FORMAT,
-        TraceProblem as TraceProblem,
-        read_trace_file as read_trace_file,
-        record_state_writes as record_state_writes,
     )
     from jianmu_bt.viewer.tree_view import TreeView as TreeView
 

@@ -1,17 +1,20 @@
-"""The viewer's web app (Starlette): the page, its two static files, the tree, the event stream
+"""The viewer's web app (Starlette): the page, its static files, the tree, the event stream
 and the decisions.
 
 | route | what |
 |---|---|
 | `GET /` | the page (`static/index.html`) |
-| `GET /static/NAME` | draw.js, viewer.js, viewer.css; no other file is served |
+| `GET /static/NAME` | draw.js, actions.js, viewer.js, viewer.css; no other file is served |
 | `GET /api/tree` | the tree's nodes, its SVG (when Graphviz drew it), the mode and the problems |
 | `GET /api/events` | Server-Sent Events, ids from 1; `Last-Event-ID` (or `?after=N`) resumes |
 | `GET /api/pending` | the calls waiting for a reviewer |
-| `POST /api/decide` | `{"call_id", "decision": "approve"|"deny", "reason"}`; needs the token |
-| `POST /api/fork` | `{"seq"}`: a new run from that checkpoint of a durable run; needs the token |
+| `POST /api/decide` | `{"call_id", "decision": "approve"|"deny", "reason"}` |
+| `POST /api/fork` | `{"seq"}`: a new run from that checkpoint of a durable run |
 
-Every request passes `HostOriginGuard` first (foreign Host or Origin: 403).
+Every request passes `HostOriginGuard` first (foreign Host or Origin: 403). Every `/api/` route
+needs the token printed at start-up (403 without it): in the `X-Jianmu-Token` header, or for the
+reads (an `EventSource` cannot send headers) as `?token=`. The page and its static files carry
+no data and need none; the page reads the token from its URL's `#token=` fragment.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ STATIC = Path(__file__).with_name("static")
 ASSETS = {
     "index.html": "text/html; charset=utf-8",
     "draw.js": "text/javascript; charset=utf-8",
+    "actions.js": "text/javascript; charset=utf-8",
     "viewer.js": "text/javascript; charset=utf-8",
     "viewer.css": "text/css; charset=utf-8",
 }
@@ -60,8 +64,23 @@ def _last_id(request: Request) -> int:
         return 0
 
 
+NO_TOKEN = (
+    "no valid token: open the URL the viewer printed at start-up (it ends in #token=...), or "
+    "give the token it printed"
+)
+
+
 def create_app(source: Source, access: Access) -> Any:
     """The ASGI app serving `source`, its requests checked against `access`."""
+
+    def refused(request: Request, *, query: bool) -> Response | None:
+        """403 unless the request carries the token (in the header; with `query`, or `?token=`)."""
+        given = request.headers.get(TOKEN_HEADER)
+        if given is None and query:
+            given = request.query_params.get("token")
+        if access.token_ok(given):
+            return None
+        return JSONResponse({"error": NO_TOKEN}, status_code=403, headers=NO_CACHE)
 
     async def page(request: Request) -> Response:
         return _asset("index.html")
@@ -70,6 +89,8 @@ def create_app(source: Source, access: Access) -> Any:
         return _asset(request.path_params["name"])
 
     async def tree(request: Request) -> Response:
+        if (refusal := refused(request, query=True)) is not None:
+            return refusal
         document = source.view.as_json()
         document.update(
             mode=source.mode, problems=source.problems, can_fork=source.fork is not None
@@ -77,6 +98,8 @@ def create_app(source: Source, access: Access) -> Any:
         return JSONResponse(document, headers=NO_CACHE)
 
     async def events(request: Request) -> Response:
+        if (refusal := refused(request, query=True)) is not None:
+            return refusal
         last = _last_id(request)
 
         async def stream() -> AsyncIterator[str]:
@@ -106,15 +129,14 @@ def create_app(source: Source, access: Access) -> Any:
         return Response(status_code=204)
 
     async def pending(request: Request) -> Response:
+        if (refusal := refused(request, query=True)) is not None:
+            return refusal
         return JSONResponse({"pending": source.pending()}, headers=NO_CACHE)
 
     async def action_body(request: Request) -> dict[str, Any] | Response:
         """The JSON object of an action's body, or the response refusing it (403, 400)."""
-        if not access.token_ok(request.headers.get(TOKEN_HEADER)):
-            return JSONResponse(
-                {"error": "no valid action token: give the token the viewer printed at start-up"},
-                status_code=403,
-            )
+        if (refusal := refused(request, query=False)) is not None:
+            return refusal
         try:
             body = json.loads(await request.body())
         except (json.JSONDecodeError, UnicodeDecodeError):
@@ -137,7 +159,10 @@ def create_app(source: Source, access: Access) -> Any:
                 status_code=400,
             )
         try:
-            done = source.decide(call_id, decision == "approve", reason)
+            # In a worker thread: the decision is applied on the run's own loop, waited for here.
+            done = await anyio.to_thread.run_sync(
+                source.decide, call_id, decision == "approve", reason
+            )
         except DecisionError as exc:
             return JSONResponse({"error": str(exc)}, status_code=exc.status)
         return JSONResponse(done)

@@ -8,12 +8,11 @@ server's thread never shares a connection with the thread that opened the store 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
-from jianmu_bt.runtime.context import new_run_id
-from jianmu_bt.store import RunRecord, StoreError, open_store
+from jianmu_bt.loader.tree import forked_record
+from jianmu_bt.store import StoreError, open_store
 
 
 class ForkError(ValueError):
@@ -24,18 +23,7 @@ def fork_run(location: str | Path, run_id: str, seq: int) -> str:
     """Record a new paused run forked from checkpoint `seq` of `run_id`; returns its id."""
     store = open_store(location, create=False)
     try:
-        source = store.get_run(run_id)
-        now = time.time()
-        new = RunRecord(
-            run_id=new_run_id(),
-            tree=source.tree,
-            status="paused",
-            started=now,
-            updated=now,
-            tree_path=source.tree_path,
-            tree_digest=source.tree_digest,
-            inputs=source.inputs,
-        )
+        new = forked_record(store.get_run(run_id))
         store.fork(run_id, seq, new)
     except StoreError as exc:
         raise ForkError(str(exc)) from None

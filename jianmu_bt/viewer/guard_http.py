@@ -3,8 +3,9 @@
 The server binds 127.0.0.1, but a web page elsewhere can still reach it through the browser: by
 DNS rebinding (a foreign name resolving to 127.0.0.1; its requests carry that foreign `Host`) or
 by cross-site requests (a foreign `Origin`). Both are refused with 403 before any route runs.
-Actions (approve, deny, fork) also need the token printed at start-up in the `X-Jianmu-Token`
-header: no token, no action. Every response forbids framing and any script but the page's own.
+Every `/api/` request also needs the token printed at start-up (`X-Jianmu-Token`, or `?token=`
+for reads; see `app`): no token, no tree, no events, no action. Every response forbids framing
+and any script but the page's own.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-#: The header that carries the action token.
+#: The header that carries the token.
 TOKEN_HEADER = "x-jianmu-token"
 #: Sent with every response: only this server's own scripts run (a node name can never become
 #: code), and no other site may frame the page (its Approve button cannot be clickjacked).
@@ -54,8 +55,13 @@ class Access:
         return {f"http://{host}" for host in self.hosts()}
 
     def token_ok(self, given: str | None) -> bool:
-        """True when `given` is the token (compared in constant time)."""
-        return bool(given) and secrets.compare_digest(str(given), self.token)
+        """True when `given` is the token (compared in constant time, as UTF-8 bytes: any text
+        a request carries is compared, never raises)."""
+        if not given:
+            return False
+        return secrets.compare_digest(
+            str(given).encode("utf-8", "surrogateescape"), self.token.encode("utf-8")
+        )
 
     def refusal(self, headers: dict[str, str]) -> str | None:
         """Why a request with these headers is refused, or None when it may go on."""

@@ -2,7 +2,8 @@
 
 The loader keeps on a built behaviour only its NodeInfo (id, kind, file:line); the state keys a
 node reads and writes are worked out by the loader's analysis of the file. This module runs the
-loader's stages again on the tree's file (no build) to get them, and reads each node's YAML
+loader's stages up to that analysis again on the tree's file (`loader.api.analyse_nodes`: no
+build, no LLM provider or guard made) to get them, and reads each node's YAML
 block from the file it was written in: only those files, never a path a browser asked for.
 """
 
@@ -71,15 +72,15 @@ def analyse_file(path: Path | None) -> dict[str, NodeFacts]:
     if path is None:
         return {}
     try:
-        # The loader's own pipeline (read, expand, analyse; not built), for each node's io.
-        from jianmu_bt.loader.api import _run_pipeline
+        # The loader's stages up to the analysis (nothing built, no provider made).
+        from jianmu_bt.loader.api import analyse_nodes
 
-        out = _run_pipeline(Path(path), {"check": False})
+        records = analyse_nodes(Path(path), check=False)
     except Exception:  # a file that changed since it was loaded: the panel shows less
         logger.debug("could not analyse %s for the viewer", path, exc_info=True)
         return {}
     facts: dict[str, NodeFacts] = {}
-    for record_id, record in out.records.items():
+    for record_id, record in records.items():
         io: Any = record.io
         unit_path = getattr(record.unit, "path", None)
         facts[record_id] = NodeFacts(

@@ -9,6 +9,7 @@ server that does not stop within its timeout is reported, not left silently behi
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 import threading
 from typing import Any
@@ -16,6 +17,8 @@ from typing import Any
 from jianmu_bt.viewer.deps import require_viewer_packages
 from jianmu_bt.viewer.guard_http import Access
 from jianmu_bt.viewer.sources import Source
+
+logger = logging.getLogger(__name__)
 
 #: The only address the viewer binds.
 HOST = "127.0.0.1"
@@ -44,7 +47,7 @@ class ViewerServer:
 
     @property
     def token(self) -> str:
-        """The action token (approve and deny need it)."""
+        """The token every `/api/` request needs (reading the run, approving, denying)."""
         return self.access.token
 
     @property
@@ -114,5 +117,11 @@ class ViewerServer:
     def __enter__(self) -> ViewerServer:
         return self.start()
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
+    def __exit__(self, exc_type: object, exc: object, traceback: object) -> None:
+        try:
+            self.stop()
+        except ViewerError:
+            if exc_type is None:
+                raise
+            # The block's own exception is the one to see; the stop failure is logged.
+            logger.warning("the viewer's server did not stop in time", exc_info=True)

@@ -9,6 +9,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,14 +20,21 @@ from typing import Any
 
 from jianmu_bt.viewer.history import run_history_events
 from jianmu_bt.viewer.hub import EventHub
-from jianmu_bt.viewer.trace_events import TraceProblem, read_trace_file, record_state_writes
 from jianmu_bt.viewer.tree_view import TreeView, view_of_trace_nodes, view_of_tree
-from jianmu_bt.viz.trace_status import TREE_NODES_EVENT
+from jianmu_bt.viz.trace_status import (
+    TREE_NODES_EVENT,
+    TraceFormatError,
+    read_trace_file,
+    record_state_writes,
+    trace_ids_by_position,
+)
 
 #: The reason a denied call's agent reads when the reviewer in the browser gave none.
 DENIED_IN_VIEWER = "the reviewer in the viewer said no"
 #: The event recorded on the run's bus (so in its trace) for each decision made on the page.
 DECISION_EVENT = "approval.decided"
+#: Seconds a decision may wait for the run's event loop to take it.
+DECISION_TIMEOUT = 10.0
 
 
 class DecisionError(Exception):
@@ -46,12 +56,18 @@ class Source:
     tree: Any = None
     #: `fork(seq)` -> the new run's id, for a durable run's history (None: no forking).
     fork: Callable[[int], str] | None = None
+    #: How the live run ended (`tree.finished`): its run status (succeeded, failed, paused) and
+    #: id; None while it goes on. Decisions are refused once it is set.
+    ended: tuple[str, str] | None = None
+    #: The event loop the live run ticks on (seen on its `tree.tick` events): decisions made
+    #: on the page are applied, and their events emitted, on it.
+    run_loop: asyncio.AbstractEventLoop | None = None
     _closers: list[Callable[[], None]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def pending(self) -> list[dict[str, Any]]:
-        """The calls waiting for a reviewer now (live runs only)."""
-        if self.mode != "live" or self.tree is None:
+        """The calls waiting for a reviewer now (a live run that has not ended only)."""
+        if self.mode != "live" or self.tree is None or self.ended is not None:
             return []
         return [
             {"call_id": r.call_id, "tool": r.tool, "arguments": r.arguments}
@@ -63,20 +79,59 @@ class Source:
         if self.mode != "live" or self.tree is None:
             raise DecisionError(409, "this view is a replay: there is no run to decide for")
         with self._lock:
+            if self.ended is not None:
+                status, run_id = self.ended
+                later = (
+                    f": continue with `jianmu resume {run_id} --approve {call_id}` (or --deny)"
+                    if status == "paused"
+                    else ""
+                )
+                raise DecisionError(409, f"the run has ended ({status}){later}")
             if call_id not in {r.call_id for r in self.tree.pending_approvals()}:
                 raise DecisionError(409, f"no call '{call_id}' waits for a decision")
-            try:
-                if approve:
-                    self.tree.approve(call_id, note="approved in the viewer")
-                else:
-                    self.tree.reject(call_id, reason.strip() or DENIED_IN_VIEWER)
-            except (KeyError, ValueError) as exc:
-                raise DecisionError(409, str(exc)) from None
+            return self._on_run_loop(lambda: self._apply(call_id, approve, reason))
+
+    def _apply(self, call_id: str, approve: bool, reason: str) -> dict[str, Any]:
+        """Decide, then record the decision on the run's bus (on the run's loop when known)."""
+        try:
+            if approve:
+                self.tree.approve(call_id, note="approved in the viewer")
+            else:
+                self.tree.reject(call_id, reason.strip() or DENIED_IN_VIEWER)
+        except (KeyError, ValueError) as exc:
+            raise DecisionError(409, str(exc)) from None
         decision = "approved" if approve else "denied"
         self.tree.events.emit(
             DECISION_EVENT, call_id=call_id, decision=decision, by="viewer", reason=reason
         )
         return {"call_id": call_id, "decision": decision}
+
+    def _on_run_loop(self, act: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """`act()` on the run's own loop (its events are emitted there only, so trace lines never
+        interleave), waiting for its answer; here when the run's loop is not known."""
+        loop = self.run_loop
+        try:
+            here = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if loop is None or loop is here:
+            return act()
+        done: concurrent.futures.Future[dict[str, Any]] = concurrent.futures.Future()
+
+        def call() -> None:
+            try:
+                done.set_result(act())
+            except BaseException as exc:  # handed to the waiting request
+                done.set_exception(exc)
+
+        try:
+            loop.call_soon_threadsafe(call)
+        except RuntimeError:  # the loop closed: the run is over
+            raise DecisionError(409, "the run has ended") from None
+        try:
+            return done.result(DECISION_TIMEOUT)
+        except concurrent.futures.TimeoutError:
+            raise DecisionError(503, "the run did not take the decision in time") from None
 
     def close(self) -> None:
         """Stop listening to the run; readers of the event stream end."""
@@ -96,6 +151,14 @@ def live_source(tree: Any, *, use_graphviz: bool = True) -> Source:
 
     def forward(event: Any) -> None:
         data = event.to_dict()
+        if event.type == "tree.tick" and (source.run_loop is None or source.ended is not None):
+            source.ended = None  # (a new run of the tree)
+            with contextlib.suppress(RuntimeError):  # (no loop in this thread)
+                source.run_loop = asyncio.get_running_loop()
+        elif event.type == "tree.finished":
+            run_id = str(getattr(getattr(tree.runner, "context", None), "run_id", "") or "RUN")
+            source.ended = (str(data.get("run_status") or data.get("status")), run_id)
+            source.run_loop = None
         if event.type == "guard.decision" and "arguments" not in data:
             # The page shows a held call with its arguments (the guard's event names the call).
             for record in tree.pending_approvals():
@@ -117,13 +180,10 @@ def static_source(tree: Any, *, use_graphviz: bool = True) -> Source:
 
 def _alias_trace_ids(view: TreeView, events: list[dict[str, Any]]) -> None:
     """Map the trace's node ids onto `view`'s nodes by position, when the names agree."""
-    layouts = [e.get("nodes") for e in events if e.get("type") == TREE_NODES_EVENT]
-    layout = layouts[-1] if layouts else None
-    if not isinstance(layout, list) or len(layout) != len(view.nodes):
-        return
-    for entry, node in zip(layout, view.nodes, strict=True):
-        if isinstance(entry, dict) and entry.get("name") == node["name"]:
-            node.setdefault("aliases", []).append(str(entry.get("id")))
+    names = [node["name"] for node in view.nodes]
+    for node, trace_id in zip(view.nodes, trace_ids_by_position(names, events), strict=True):
+        if trace_id is not None:
+            node.setdefault("aliases", []).append(trace_id)
 
 
 def trace_source(path: str | Path, tree: Any = None, *, use_graphviz: bool = True) -> Source:
@@ -131,7 +191,7 @@ def trace_source(path: str | Path, tree: Any = None, *, use_graphviz: bool = Tru
     `tree.nodes`). A trace that cannot be read gives a source with the problem and no events."""
     try:
         trace = read_trace_file(path)
-    except TraceProblem as exc:
+    except TraceFormatError as exc:
         view = _view(tree, use_graphviz) if tree is not None else TreeView(str(path))
         source = Source("replay", view, problems=[str(exc)])
         source.hub.finish()

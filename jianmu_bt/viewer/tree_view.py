@@ -29,21 +29,6 @@ logger = logging.getLogger(__name__)
 #: Seconds Graphviz may take to lay out the tree before the page falls back to its own layout.
 DOT_TIMEOUT = 60.0
 
-#: py_trees / jianmu class names (what a trace's `tree.nodes` records) -> node kinds.
-CLASS_KINDS = {
-    "Sequence": "sequence",
-    "Selector": "selector",
-    "Parallel": "parallel",
-    "ToolNode": "tool",
-    "ToolExecutor": "executor",
-    "AgentLLMNode": "llm",
-    "AddMessage": "message",
-    "AgentLoop": "agent loop",
-    "Condition": "condition",
-    "SetValues": "set",
-}
-DECORATOR_CLASSES = {"Retry", "Timeout", "Repeat", "Inverter", "OneShot", "Condition", "Count"}
-
 
 @dataclass
 class TreeView:
@@ -120,20 +105,17 @@ def view_of_tree(
     return TreeView(title, nodes, svg, note)
 
 
-def _kind_of_class(name: str) -> str:
-    if name in CLASS_KINDS:
-        return CLASS_KINDS[name]
-    return "decorator" if name in DECORATOR_CLASSES else "behaviour"
-
-
 def view_of_trace_nodes(
     entries: Sequence[Mapping[str, Any]], *, title: str, use_graphviz: bool = True
 ) -> TreeView:
     """The view of a tree known only from a trace's `tree.nodes` event (pre-order entries
-    with `id`, `name`, `kind` and, since trace format 1, `parent`)."""
+    with `id`, `name`, `kind` and `parent`, as `viz.tree_nodes_data` writes them)."""
     nodes: list[dict[str, Any]] = []
     for index, entry in enumerate(entries):
-        kind = _kind_of_class(str(entry.get("kind", "")))
+        # `kind` as viz.kinds names it (recorded by `tree_nodes_data`); anything else is drawn
+        # as a plain behaviour.
+        kind = str(entry.get("kind", ""))
+        kind = kind if kind in SHAPES else "behaviour"
         parent = entry.get("parent")
         nodes.append(
             {

@@ -10,10 +10,17 @@ import signal
 
 import httpx
 import pytest
-from viewer_helpers import GATE, Lines, jianmu_process, load_gated, serving, viewer_threads
+from viewer_helpers import (
+    GATE,
+    Lines,
+    auth,
+    jianmu_process,
+    load_gated,
+    serving,
+    viewer_threads,
+)
 
 from jianmu_bt.viewer import (
-    TRACE_FORMAT,
     Source,
     TreeView,
     ViewerServer,
@@ -23,6 +30,7 @@ from jianmu_bt.viewer import (
     trace_source,
 )
 from jianmu_bt.viewer.hub import EventHub
+from jianmu_bt.viz.trace_status import TRACE_FORMAT
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -46,13 +54,18 @@ def sse_events(response: httpx.Response) -> list[tuple[int | None, str, str]]:
 def test_foreign_host_and_origin_are_refused(tmp_path):
     with serving(static_source(load_gated(tmp_path))) as server:
         port = server.access.port
-        assert httpx.get(server.url + "api/tree").status_code == 200
-        assert httpx.get(f"http://localhost:{port}/api/tree").status_code == 200
-        rebound = httpx.get(server.url + "api/tree", headers={"Host": f"evil.example:{port}"})
+        token = auth(server)
+        assert httpx.get(server.url + "api/tree", headers=token).status_code == 200
+        assert httpx.get(f"http://localhost:{port}/api/tree", headers=token).status_code == 200
+        rebound = httpx.get(
+            server.url + "api/tree", headers={**token, "Host": f"evil.example:{port}"}
+        )
         assert rebound.status_code == 403 and "answers only to" in rebound.text
         other_port = httpx.get(server.url, headers={"Host": f"127.0.0.1:{port + 1}"})
         assert other_port.status_code == 403
-        cross = httpx.get(server.url + "api/tree", headers={"Origin": "http://evil.example"})
+        cross = httpx.get(
+            server.url + "api/tree", headers={**token, "Origin": "http://evil.example"}
+        )
         assert cross.status_code == 403
         posted = httpx.post(
             server.url + "api/decide",
@@ -60,7 +73,9 @@ def test_foreign_host_and_origin_are_refused(tmp_path):
             json={"call_id": "x", "decision": "approve"},
         )
         assert posted.status_code == 403
-        same = httpx.get(server.url + "api/tree", headers={"Origin": f"http://127.0.0.1:{port}"})
+        same = httpx.get(
+            server.url + "api/tree", headers={**token, "Origin": f"http://127.0.0.1:{port}"}
+        )
         assert same.status_code == 200
         page = httpx.get(server.url)
         assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
@@ -71,6 +86,7 @@ def test_foreign_host_and_origin_are_refused(tmp_path):
 def test_only_the_pages_own_files_are_served(tmp_path):
     with serving(static_source(load_gated(tmp_path))) as server:
         assert "EventSource" in httpx.get(server.url + "static/viewer.js").text
+        assert "JianmuActions" in httpx.get(server.url + "static/actions.js").text
         for path in (
             "static/app.py",
             "static/../app.py",
@@ -103,10 +119,10 @@ def test_the_stream_resumes_after_the_last_event_id(quickstart_trace):
     source = trace_source(quickstart_trace)
     total = len(source.hub)
     with serving(source) as server:
-        with httpx.stream("GET", server.url + "api/events") as response:
+        with httpx.stream("GET", server.url + "api/events", headers=auth(server)) as response:
             everything = sse_events(response)
         with httpx.stream(
-            "GET", server.url + "api/events", headers={"Last-Event-ID": "20"}
+            "GET", server.url + "api/events", headers={**auth(server), "Last-Event-ID": "20"}
         ) as response:
             resumed = sse_events(response)
     ids = [number for number, name, _ in everything if name == "run"]
@@ -122,7 +138,9 @@ def test_a_live_stream_waits_for_new_events_and_a_reconnect_misses_none():
     with serving(source) as server:
         hub.publish({"type": "one"})
         received = []
-        with httpx.stream("GET", server.url + "api/events", timeout=10) as response:
+        with httpx.stream(
+            "GET", server.url + "api/events", headers=auth(server), timeout=10
+        ) as response:
             lines = response.iter_lines()
             for line in lines:
                 if line.startswith("data:"):
@@ -133,7 +151,10 @@ def test_a_live_stream_waits_for_new_events_and_a_reconnect_misses_none():
                         break
         hub.publish({"type": "three"})
         with httpx.stream(
-            "GET", server.url + "api/events", headers={"Last-Event-ID": "2"}, timeout=10
+            "GET",
+            server.url + "api/events",
+            headers={**auth(server), "Last-Event-ID": "2"},
+            timeout=10,
         ) as response:
             for line in response.iter_lines():
                 if line.startswith("id:"):
@@ -153,7 +174,7 @@ def test_a_truncated_trace_is_replayed_up_to_the_cut_with_a_warning(quickstart_t
     assert len(source.hub) == complete
     assert any("truncated" in problem and "cut.jsonl" in problem for problem in source.problems)
     with serving(source) as server:
-        document = httpx.get(server.url + "api/tree").json()
+        document = httpx.get(server.url + "api/tree", headers=auth(server)).json()
     assert document["mode"] == "replay" and len(document["nodes"]) == 13
     assert any("truncated" in problem for problem in document["problems"])
 
@@ -161,10 +182,13 @@ def test_a_truncated_trace_is_replayed_up_to_the_cut_with_a_warning(quickstart_t
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("hello world\n", "not a trace: the first line is not a JSON run event"),
+        ("hello world\n", ":1: not a JSON line (Expecting value): not a trace"),
         ('{"type": "tree.nodes", "nodes": [], "format": 99}\n', "trace format 99, newer than"),
         ("", "empty, not a trace"),
-        ('{"type": "tree.tick"}\n[1, 2]\n{"type": "tree.tick"}\n', ":2: not a trace: line 2"),
+        (
+            '{"type": "tree.tick"}\n[1, 2]\n{"type": "tree.tick"}\n',
+            ":2: not an event (a JSON object with a 'type'): not a trace",
+        ),
     ],
 )
 def test_a_file_that_cannot_be_replayed_says_why_on_the_page(tmp_path, content, message):
@@ -173,7 +197,7 @@ def test_a_file_that_cannot_be_replayed_says_why_on_the_page(tmp_path, content, 
     source = trace_source(path)
     assert len(source.hub) == 0
     with serving(source) as server:
-        problems = httpx.get(server.url + "api/tree").json()["problems"]
+        problems = httpx.get(server.url + "api/tree", headers=auth(server)).json()["problems"]
     assert any(message in problem and "bad.jsonl" in problem for problem in problems), problems
 
 
@@ -195,8 +219,8 @@ def test_jianmu_view_of_a_bad_trace_says_so_in_the_terminal_and_serves_the_page(
         problem = err.until("not a trace")
         assert "notes.jsonl:1" in problem
         url = re.search(r"http://127\.0\.0\.1:\d+/", out.until("jianmu viewer:")).group(0)
-        assert "token" in out.until("action token:")
-        page = httpx.get(url + "api/tree").json()
+        token = {"X-Jianmu-Token": out.until("access token:").split()[2]}
+        page = httpx.get(url + "api/tree", headers=token).json()
         assert any("not a trace" in p for p in page["problems"])
     finally:
         process.send_signal(signal.SIGINT)
@@ -214,10 +238,12 @@ def test_jianmu_run_view_serves_the_run_and_stays_open_until_ctrl_c(tmp_path):
     err = Lines(process.stderr)
     try:
         url = re.search(r"http://127\.0\.0\.1:\d+/", err.until("jianmu viewer:")).group(0)
-        token = err.until("action token:").split()[2]
+        token = err.until("access token:").split()[2]
         err.until("the run ended")
-        assert httpx.get(url + "api/tree").json()["mode"] == "live"
-        with httpx.stream("GET", url + "api/events", timeout=10) as response:
+        assert httpx.get(url + "api/tree").status_code == 403  # reading needs the token too
+        assert httpx.get(url + "api/tree", params={"token": token}).json()["mode"] == "live"
+        stream = url + f"api/events?token={token}"  # as the page's EventSource asks
+        with httpx.stream("GET", stream, timeout=10) as response:
             kinds = []
             for line in response.iter_lines():
                 if line.startswith("data:"):
@@ -259,7 +285,7 @@ def test_a_live_run_held_call_is_decided_over_http(tmp_path):
         GATE.set()
         pending = []
         for _ in range(300):
-            pending = httpx.get(server.url + "api/pending").json()["pending"]
+            pending = httpx.get(server.url + "api/pending", headers=auth(server)).json()["pending"]
             if pending:
                 break
             threading.Event().wait(0.05)
@@ -295,11 +321,12 @@ def test_jianmu_view_run_replays_a_recorded_run(tmp_path, monkeypatch, capsys):
     out = Lines(process.stdout)
     try:
         url = re.search(r"http://127\.0\.0\.1:\d+/", out.until("jianmu viewer:")).group(0)
-        document = httpx.get(url + "api/tree").json()
+        token = {"X-Jianmu-Token": out.until("access token:").split()[2]}
+        document = httpx.get(url + "api/tree", headers=token).json()
         assert document["mode"] == "replay" and len(document["nodes"]) == 13
-        with httpx.stream("GET", url + "api/events") as response:
+        with httpx.stream("GET", url + "api/events", headers=token) as response:
             kinds = [name for _, name, _ in sse_events(response)]
-        with httpx.stream("GET", url + "api/events") as response:
+        with httpx.stream("GET", url + "api/events", headers=token) as response:
             types = [
                 json.loads(data).get("type")
                 for _, name, data in sse_events(response)
@@ -311,7 +338,6 @@ def test_jianmu_view_run_replays_a_recorded_run(tmp_path, monkeypatch, capsys):
         assert document["can_fork"] is True
         fork = url + "api/fork"
         assert httpx.post(fork, json={"seq": 2}).status_code == 403
-        token = {"X-Jianmu-Token": out.until("action token:").split()[2]}
         assert httpx.post(fork, json={"seq": "two"}, headers=token).status_code == 400
         unknown = httpx.post(fork, json={"seq": 99}, headers=token)
         assert unknown.status_code == 409 and "99" in unknown.json()["error"]

@@ -56,6 +56,11 @@ def load_gated(tmp_path: Path):
     return load_tree(path, tools=[wait_gate])
 
 
+def auth(server: ViewerServer) -> dict[str, str]:
+    """The header every `/api/` request of `server` needs."""
+    return {"X-Jianmu-Token": server.token}
+
+
 def viewer_threads() -> list[threading.Thread]:
     """Viewer server threads still alive."""
     return [t for t in threading.enumerate() if t.name == "jianmu-viewer" and t.is_alive()]

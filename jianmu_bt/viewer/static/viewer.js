@@ -1,5 +1,6 @@
 // The jianmu viewer's page: draws the tree, follows the run's events (Server-Sent Events with
-// ids, so a reconnect resumes), replays them with a timeline, answers held calls with the token.
+// ids, so a reconnect resumes), replays them with a timeline, answers held calls. Every /api/
+// request carries the token the viewer printed (read from this page's URL: #token=...).
 // Plain JavaScript, no libraries, nothing fetched but this server's own /api routes.
 "use strict";
 
@@ -31,9 +32,18 @@
   view.onDrawn = () => paint();
 
   // ---------------------------------------------------------------- the tree and its drawing
+  const token = () => $("token").value.trim();
+  const withToken = (headers = {}) => ({ ...headers, "x-jianmu-token": token() });
+  const actions = window.JianmuActions(view, { withToken, short, showProblems });  // actions.js
+
   async function loadTree() {
-    const response = await fetch("/api/tree");
+    const response = await fetch("/api/tree", { headers: withToken() });
     const tree = await response.json();
+    if (response.status === 403) {
+      // No (or a wrong) token: say how to get one; a token typed into the box retries.
+      showProblems([`${tree.error || "refused"} (type it into the token box)`]);
+      throw new Error("no token");
+    }
     view.tree = tree;
     $("title").textContent = tree.title || "tree";
     document.title = `${tree.title} - jianmu viewer`;
@@ -49,7 +59,7 @@
     view.statuses = tree.nodes.map(() => "INVALID");
     drawLegend(tree);
     drawing.draw();
-    if (tree.mode === "live") refreshPending();
+    if (tree.mode === "live") actions.refreshPending();
   }
 
   function showProblems(problems) {
@@ -152,8 +162,8 @@
     view.dirty.clear();
     renderTimeline();
     renderState();
-    renderHeld();
-    renderFork();
+    actions.renderHeld();
+    actions.renderFork();
     if (view.selected !== null) renderPanel();
     $("run-status").textContent = view.runStatus;
   }
@@ -266,107 +276,13 @@
     renderPanel();
   }
 
-  // ----------------------------------------------------------------------------- decisions
-  function heldCalls() {
-    // Calls held by the guard and not yet decided, at the cursor (live runs at their end only).
-    const held = new Map();
-    for (let i = 0; i < view.cursor; i++) {
-      const event = view.events[i];
-      if (event.type === "guard.decision" && event.decision === "pending") held.set(event.call_id, event);
-      else if (event.call_id && held.has(event.call_id) && event.type !== "guard.decision") held.delete(event.call_id);
-      else if (event.type === "guard.decision" && held.has(event.call_id)) held.delete(event.call_id);
-    }
-    return [...held.values()];
-  }
-
-  function renderHeld() {
-    const box = $("held");
-    const live = view.tree.mode === "live" && view.cursor === view.events.length;
-    const calls = live ? heldCalls() : [];
-    box.hidden = !calls.length;
-    const list = $("held-list");
-    const shown = [...list.children].map((child) => child.dataset.callId).join(",");
-    if (shown === calls.map((call) => call.call_id).join(",")) return;  // keep typed reasons
-    list.textContent = "";
-    for (const call of calls) {
-      const item = document.createElement("div");
-      item.className = "call";
-      item.dataset.callId = call.call_id;
-      const what = document.createElement("div");
-      what.textContent = `${call.node || ""}: ${call.tool} ${short(call.arguments, 300)} [${call.call_id}]`;
-      const reason = document.createElement("input");
-      reason.placeholder = "reason (for a denial)";
-      reason.className = "reason";
-      const approve = document.createElement("button");
-      approve.textContent = "Approve"; approve.className = "approve";
-      const deny = document.createElement("button");
-      deny.textContent = "Deny"; deny.className = "deny";
-      approve.addEventListener("click", () => decide(call.call_id, "approve", ""));
-      deny.addEventListener("click", () => decide(call.call_id, "deny", reason.value));
-      item.append(what, approve, deny, reason);
-      list.appendChild(item);
-    }
-  }
-
-  async function decide(callId, decision, reason) {
-    const error = $("decision-error");
-    error.textContent = "";
-    const token = $("token").value.trim();
-    const response = await fetch("/api/decide", {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-jianmu-token": token },
-      body: JSON.stringify({ call_id: callId, decision, reason }),
-    });
-    if (!response.ok) {
-      const body = await response.json().catch(() => ({}));
-      error.textContent = `${response.status}: ${body.error || response.statusText}`;
-    }
-  }
-
-  async function refreshPending() {
-    // Calls held before this page connected are in the event stream too; nothing more to do
-    // here but check the server answers (and show an error if it does not).
-    try { await fetch("/api/pending"); } catch (exc) { showProblems([`the viewer's server does not answer: ${exc}`]); }
-  }
-
-  // ------------------------------------------------------------------- fork from a checkpoint
-  function checkpointAtCursor() {
-    for (let i = view.cursor - 1; i >= 0; i--) {
-      if (view.events[i].type === "checkpoint") return view.events[i].seq;
-    }
-    return null;
-  }
-
-  function renderFork() {
-    const button = $("fork");
-    const seq = view.tree.can_fork ? checkpointAtCursor() : null;
-    button.hidden = seq === null;
-    button.textContent = `fork from checkpoint ${seq}`;
-    button.dataset.seq = seq === null ? "" : seq;
-  }
-
-  async function fork() {
-    const result = $("fork-result");
-    result.className = "";
-    const response = await fetch("/api/fork", {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-jianmu-token": $("token").value.trim() },
-      body: JSON.stringify({ seq: Number($("fork").dataset.seq) }),
-    });
-    const body = await response.json().catch(() => ({}));
-    if (response.ok) {
-      result.textContent = `forked as ${body.run_id}: continue it with \`${body.resume}\``;
-    } else {
-      result.className = "error";
-      result.textContent = `${response.status}: ${body.error || response.statusText}`;
-    }
-  }
-
   // ---------------------------------------------------------------------- the event stream
   function connect() {
     // Resume after the last event this page has: after a dropped connection (or a server that
     // came back) nothing is missed and nothing is applied twice.
-    const stream = new EventSource(`/api/events?after=${view.events.length}`);
+    // An EventSource cannot send headers: the token goes in the query.
+    const query = `after=${view.events.length}&token=${encodeURIComponent(token())}`;
+    const stream = new EventSource(`/api/events?${query}`);
     stream.addEventListener("error", () => {
       if (view.ended || stream.readyState === EventSource.OPEN) return;
       stream.close();
@@ -400,13 +316,16 @@
     $("next").addEventListener("click", () => { setFollow(false); moveTo(view.cursor + 1); });
     $("last").addEventListener("click", () => setFollow(true));
     $("follow").addEventListener("change", (event) => setFollow(event.target.checked));
-    $("fork").addEventListener("click", fork);
+    $("fork").addEventListener("click", actions.fork);
     $("token-form").addEventListener("submit", (event) => event.preventDefault());
     const fromHash = /(?:^|[#&])token=([^&]+)/.exec(location.hash);
-    const token = $("token");
-    token.value = fromHash ? decodeURIComponent(fromHash[1]) : sessionStorage.getItem("jianmu-token") || "";
-    token.addEventListener("change", () => sessionStorage.setItem("jianmu-token", token.value));
-    if (fromHash) sessionStorage.setItem("jianmu-token", token.value);
+    const box = $("token");
+    box.value = fromHash ? decodeURIComponent(fromHash[1]) : sessionStorage.getItem("jianmu-token") || "";
+    box.addEventListener("change", () => {
+      sessionStorage.setItem("jianmu-token", box.value);
+      if (!view.ready) start();  // refused before: try again with this token
+    });
+    if (fromHash) sessionStorage.setItem("jianmu-token", box.value);
   }
 
   // For tests and scripts: the status a node shows now, by name.
@@ -414,5 +333,10 @@
   view.moveTo = (cursor) => { setFollow(false); moveTo(cursor); };
 
   bindControls();
-  loadTree().then(() => { connect(); view.ready = true; }).catch((exc) => showProblems([`cannot load the tree: ${exc}`]));
+  function start() {
+    loadTree().then(() => { connect(); view.ready = true; }).catch((exc) => {
+      if (exc.message !== "no token") showProblems([`cannot load the tree: ${exc}`]);
+    });
+  }
+  start();
 })();
