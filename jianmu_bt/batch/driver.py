@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from jianmu_bt.batch.backends import Backend, PoolBackend, RayBackend
-from jianmu_bt.batch.inputs import InputChecker, read_inputs
+from jianmu_bt.batch.inputs import InputChecker, count_inputs, read_inputs
 from jianmu_bt.batch.progress import Progress
 from jianmu_bt.batch.worker import WorkerSpec, recorded
 from jianmu_bt.loader import load_tree
@@ -92,23 +92,25 @@ def run_batch(
     """Run the tree once per line of `inputs_path`; write each result to `out` as it finishes.
 
     `workers` processes (default: the CPU count) in a local pool, or Ray tasks when `ray` is
-    given ("local": a local Ray started and shut down here; otherwise a cluster address). The
-    runs are recorded in `store` (default .jianmu/runs.db). A bad input line is reported (a result
+    given ("local": a local Ray started and shut down here; otherwise a cluster address, which
+    needs a PostgreSQL store; `workers` defaults to the Ray's CPUs). The runs are recorded in
+    `store` (default .jianmu/runs.db). A bad input line is reported (a result
     with status `invalid`) and the batch goes on. Raises BatchError when the batch cannot start,
     TreeLoadError for a broken tree file.
     """
     tree_file, inputs = Path(tree_path), Path(inputs_path)
     if not inputs.is_file():
         raise BatchError(f"{inputs}: no such inputs file")
-    workers = workers or os.cpu_count() or 1
-    if workers < 1:
+    if workers is not None and workers < 1:
         raise BatchError(f"--workers must be at least 1, got {workers}")
+    location = store_location(store)
     if ray is not None:
         require_ray()  # before anything runs: RayUnavailableError names the extra
+        _refuse_sqlite_on_a_cluster(ray, location)
     with load_tree(tree_file) as tree:
         checker = InputChecker(tree)
         assert tree.path is not None
-        spec = WorkerSpec(str(tree.path.resolve()), tree.digest, store_location(store), timeout)
+        spec = WorkerSpec(str(tree.path.resolve()), tree.digest, location, timeout)
     batch = batch_id or batch_id_for(tree_file, inputs)
     runs = open_store(spec.store)
     try:
@@ -117,8 +119,7 @@ def run_batch(
     except BaseException:
         runs.close()
         raise
-    with inputs.open(encoding="utf-8", errors="replace") as lines:
-        total = sum(1 for text in lines if text.strip())
+    total = count_inputs(inputs)
     summary = BatchSummary(batch, spec.store, total)
     meter = Progress(total, progress)
 
@@ -134,7 +135,7 @@ def run_batch(
 
     try:
         make = lambda: _backend(spec, workers, ray)  # noqa: E731 - started only when needed
-        _drive(inputs, checker, runs, batch, resume, emit, make, 2 * workers, meter.start)
+        _drive(inputs, checker, runs, batch, resume, emit, make, meter.start)
     finally:
         runs.close()
         meter.finish()
@@ -143,10 +144,24 @@ def run_batch(
     return summary
 
 
-def _backend(spec: WorkerSpec, workers: int, ray: str | None) -> Backend:
+def _backend(spec: WorkerSpec, workers: int | None, ray: str | None) -> Backend:
     if ray is None:
-        return PoolBackend(spec, workers)
+        return PoolBackend(spec, workers or os.cpu_count() or 1)
     return RayBackend(spec, workers, None if ray in ("", LOCAL_RAY) else ray)
+
+
+def _refuse_sqlite_on_a_cluster(ray: str, location: str) -> None:
+    """BatchError for a Ray cluster with an SQLite store: each node would write its own file."""
+    if location.startswith(("postgresql://", "postgres://")):
+        return
+    address = ray if ray not in ("", LOCAL_RAY) else ""
+    if not address and not require_ray().is_initialized():
+        address = os.environ.get("RAY_ADDRESS", "").strip()  # start_local_ray connects there
+    if address:
+        raise BatchError(
+            f"--ray {address} runs on a Ray cluster, whose nodes cannot share the SQLite store "
+            f"{location} (each would write its own file): use --store postgresql://..."
+        )
 
 
 def _drive(
@@ -157,11 +172,12 @@ def _drive(
     resume: bool,
     emit: Callable[..., None],
     make_backend: Callable[[], Backend],
-    window: int,
     started: Callable[[], None],
 ) -> None:
-    """Read, check and submit the lines, keeping the workers busy; emit results as they come."""
+    """Read, check and submit the lines, keeping the workers busy (twice as many runs submitted
+    as go on at once); emit results as they come."""
     backend: Backend | None = None
+    window = 1
     try:
         for item in read_inputs(inputs, checker):
             run_id = batch_run_id(batch, item.line)
@@ -173,11 +189,17 @@ def _drive(
             if status is not None and not resume:  # a run of another batch with this id
                 emit({**base, "status": "error", "error": f"run {run_id} exists already"})
                 continue
+            if status is not None and not _same_line(checker, runs, run_id, item.values):
+                why = f"line {item.line} changed since the batch began (run {run_id} has other "
+                why += "inputs); use --batch-id for a new batch"
+                emit({**base, "status": "error", "error": why})
+                continue
             if status in SETTLED:
                 emit({**base, **recorded(runs, run_id)}, from_store=True)
                 continue
             if backend is None:
                 backend = make_backend()
+                window = 2 * backend.capacity
                 started()
             backend.submit(item.line, run_id, item.values)
             while backend.in_flight >= window:
@@ -206,6 +228,11 @@ def _refuse_earlier_batch(inputs: Path, checker: InputChecker, runs: RunStore, b
             f"batch {batch} already has runs in {runs.location} (run {run_id} {status}); "
             "pass --resume to continue it, or --batch-id for a new batch"
         )
+
+
+def _same_line(checker: InputChecker, runs: RunStore, run_id: str, values: dict[str, Any]) -> bool:
+    """Whether the recorded run `run_id` began from these values of its input line."""
+    return checker.same_inputs(values, runs.get_run(run_id).inputs)
 
 
 def _recorded_status(runs: RunStore, run_id: str) -> str | None:

@@ -57,11 +57,30 @@ class InputChecker:
             return str(exc)
         return ""
 
+    def same_inputs(self, values: dict[str, Any], recorded: dict[str, Any]) -> bool:
+        """Whether a run recorded with starting state `recorded` began from `values` (each field
+        of the starting state `values` give, defaults included, is the recorded one)."""
+        starting = self.plan.starting_values(values)
+        return all(_plain(v) == _plain(recorded.get(k)) for k, v in starting.items())
+
+
+def _plain(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str, sort_keys=True))
+
 
 def read_inputs(path: Path, checker: InputChecker) -> Iterator[InputLine]:
-    """Each non-blank line of `path` as an InputLine (values, or the reason it is refused)."""
-    with path.open("r", encoding="utf-8", errors="replace") as lines:
-        for number, text in enumerate(lines, start=1):
+    """Each non-blank line of `path` as an InputLine (values, or the reason it is refused).
+
+    A line that is not UTF-8 text is refused with where its first bad byte is (never decoded
+    with replacement characters, which would change its values silently)."""
+    with path.open("rb") as lines:
+        for number, raw in enumerate(lines, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                where = f"byte {exc.start + 1}: {raw[exc.start : exc.start + 1]!r}"
+                yield InputLine(number, None, f"not UTF-8 text ({where})")
+                continue
             if not text.strip():
                 continue
             try:
@@ -71,6 +90,12 @@ def read_inputs(path: Path, checker: InputChecker) -> Iterator[InputLine]:
                 continue
             problem = checker.check(values)
             yield InputLine(number, None if problem else values, problem)
+
+
+def count_inputs(path: Path) -> int:
+    """How many lines of `path` are inputs (not blank; a line that is not UTF-8 counts)."""
+    with path.open("rb") as lines:
+        return sum(1 for raw in lines if raw.strip())
 
 
 def _json_type(value: Any) -> str:

@@ -12,12 +12,16 @@ once; `run_line` then runs one input under its batch run id, recording the run i
 A tree with a scripted LLM is loaded again for each run (its replies would run out otherwise).
 The result is a plain JSON-ready dict (`line`, `run_id`, `status`, `state`, `reason`, `error`).
 A tree that cannot be loaded on the worker (a tool module that does not import there) gives one
-`error` result per run, never a hang.
+`error` result per run, never a hang; the next run tries loading it again. The trees and stores
+a worker keeps are closed when its process ends.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
+import multiprocessing.util
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +31,8 @@ from jianmu_bt.llm.scripted import ScriptedProvider
 from jianmu_bt.loader import TreeLoadError, load_tree
 from jianmu_bt.loader.durable import LEASE_SECONDS, DurableRunError
 from jianmu_bt.runtime.journal import owner_is_dead
+from jianmu_bt.sandbox.ray_runner import require_ray
+from jianmu_bt.sandbox.ray_waits import run_with_released_cpus
 from jianmu_bt.store import RunExistsError, RunNotFoundError, RunStore, StoreError, open_store
 
 
@@ -43,41 +49,75 @@ class WorkerSpec:
 
 _trees: dict[tuple[str, str], Any] = {}
 _stores: dict[str, RunStore] = {}
+_registered = False
 
 
 def load_worker_tree(spec: WorkerSpec) -> Any:
-    """The tree of `spec` for this process (loaded once), or the reason it cannot load (a str)."""
+    """The tree of `spec` for this process (loaded once), or the reason it cannot load (a str).
+
+    A failure is not kept: the next run tries again (a module fixed or installed meanwhile)."""
     key = (spec.tree_path, spec.tree_digest)
-    if key not in _trees:
-        try:
-            tree = load_tree(Path(spec.tree_path))
-        except TreeLoadError as exc:
-            first = [str(d) for d in exc.diagnostics if d.is_error][:3]
-            _trees[key] = f"cannot load the tree on this worker: {'; '.join(first) or exc}"
-        except Exception as exc:
-            _trees[key] = f"cannot load the tree on this worker: {type(exc).__name__}: {exc}"
-        else:
-            if tree.digest != spec.tree_digest:
-                tree.close()
-                _trees[key] = (
-                    f"the tree file {spec.tree_path} on this worker differs from the one the "
-                    "batch began with (another digest)"
-                )
-            else:
-                _trees[key] = tree
-    return _trees[key]
+    if key in _trees:
+        return _trees[key]
+    try:
+        tree = load_tree(Path(spec.tree_path))
+    except TreeLoadError as exc:
+        first = [str(d) for d in exc.diagnostics if d.is_error][:3]
+        return f"cannot load the tree on this worker: {'; '.join(first) or exc}"
+    except Exception as exc:
+        return f"cannot load the tree on this worker: {type(exc).__name__}: {exc}"
+    if tree.digest != spec.tree_digest:
+        tree.close()
+        return (
+            f"the tree file {spec.tree_path} on this worker differs from the one the "
+            "batch began with (another digest)"
+        )
+    _close_at_exit()
+    _trees[key] = tree
+    return tree
 
 
 def init_worker(spec: WorkerSpec) -> None:
-    """A process pool's initializer: load the tree once (its failure is kept, not raised)."""
+    """A process pool's initializer: load the tree once (a failure is reported by each run)."""
     load_worker_tree(spec)
+
+
+def close_worker() -> None:
+    """Close the trees and stores this process keeps (at its exit; again is harmless)."""
+    trees, stores = list(_trees.values()), list(_stores.values())
+    _trees.clear()
+    _stores.clear()
+    for item in [*trees, *stores]:
+        with contextlib.suppress(Exception):
+            item.close()
+
+
+def _close_at_exit() -> None:
+    global _registered
+    if _registered:
+        return
+    _registered = True
+    # A pool worker ends with os._exit after multiprocessing's finalizers (atexit does not run
+    # there); a Ray worker or any other process runs atexit.
+    atexit.register(close_worker)
+    multiprocessing.util.Finalize(None, close_worker, exitpriority=10)
 
 
 def _store(spec: WorkerSpec) -> RunStore:
     store = _stores.get(spec.store)
     if store is None:
-        store = _stores[spec.store] = open_store(spec.store)
+        _close_at_exit()
+        # The driver created the store; a worker that cannot find it must not make its own.
+        store = _stores[spec.store] = open_store(spec.store, create=False)
     return store
+
+
+def run_line_on_ray(
+    spec: WorkerSpec, line: int, run_id: str, values: dict[str, Any]
+) -> dict[str, Any]:
+    """`run_line` as a Ray task: the run goes on in a thread while the task's main thread waits
+    for its `runner: ray` tool calls, so Ray lends the run's CPU to those calls meanwhile."""
+    return run_with_released_cpus(require_ray(), run_line, spec, line, run_id, values)
 
 
 def run_line(spec: WorkerSpec, line: int, run_id: str, values: dict[str, Any]) -> dict[str, Any]:

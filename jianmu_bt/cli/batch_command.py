@@ -25,6 +25,7 @@ examples:
   jianmu batch trees/quickstart.yaml inputs.jsonl --workers 8 --timeout 120
   jianmu batch trees/quickstart.yaml inputs.jsonl --ray               # a local Ray
   jianmu batch trees/quickstart.yaml inputs.jsonl --ray ray://head:10001 --store postgresql://...
+                                      # a cluster needs a PostgreSQL store (SQLite is refused)
   jianmu batch trees/quickstart.yaml inputs.jsonl --resume            # after an interruption
 
 Every run is recorded in the run store under the id <batch id>-<line>; the batch id defaults to
@@ -44,7 +45,11 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("inputs", metavar="INPUTS.jsonl", help="one JSON object (a state) a line")
     parser.add_argument("--out", metavar="RESULTS.jsonl", help="where results go (default: stdout)")
     parser.add_argument(
-        "--workers", type=int, metavar="N", help="worker processes or Ray CPUs (default: CPUs)"
+        "--workers",
+        type=int,
+        metavar="N",
+        help="runs at once: worker processes, or a local Ray's CPUs (default: this machine's "
+        "CPUs; with --ray, the Ray's CPUs)",
     )
     parser.add_argument(
         "--ray",

@@ -159,14 +159,14 @@ def resolve_tools(
                     "write a built-in name, an alias, or 'module:attr' of a Python tool",
                     "unknown-tool",
                 )
-            except ToolUnavailableError as exc:
-                name = _builtin_name(entry) or str(entry)
-                catalog.unavailable[BuiltinToolProvider.canonical_name(name)] = str(exc)
-                problem(unit, index, str(exc), "tool-unavailable", "warning")
-            except ToolConfigurationError as exc:
-                name = _builtin_name(entry) or str(entry)
-                catalog.unavailable[BuiltinToolProvider.canonical_name(name)] = str(exc)
-                problem(unit, index, str(exc), "tool-options")
+            except (ToolUnavailableError, ToolConfigurationError) as exc:
+                key = BuiltinToolProvider.canonical_name(_builtin_name(entry) or str(entry))
+                catalog.unavailable[key] = str(exc)  # a step using it points here
+                catalog.reported_at[key] = (unit.file, unit.at(("tools", index))[0])
+                if isinstance(exc, ToolUnavailableError):
+                    problem(unit, index, str(exc), "tool-unavailable", "warning")
+                else:
+                    problem(unit, index, str(exc), "tool-options")
             except (ValueError, TypeError) as exc:
                 problem(unit, index, f"cannot use this tool entry: {exc}", "tool-entry")
             if getattr(entry, "runner", None) is not None:  # `runner: ray` on the entry

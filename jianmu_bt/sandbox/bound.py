@@ -3,14 +3,18 @@ tool entry of a tree file.
 
 `bind_runner(tool, {"kind": "ray", "num_cpus": 2})` returns a Tool with the same name, schema,
 effect tags and idempotence whose calls always go to that runner: the tool's own choice beats
-the tree's default runner. The runner is built on the first call (connecting to Ray then, not
-when the tree loads).
+the tree's default runner. The runner is built when the tree loads, so a bad option value is a
+load error (building one connects to nothing: RayRunner connects to Ray at its first call).
+The loaded tree owns its bound tools: the end of a run (and `tree.close()`) closes their
+runners (a local Ray a RayRunner started, a sandbox's workers); the next call builds one again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+import anyio
 
 from jianmu_bt.tools.base import Tool
 from jianmu_bt.tools.runners import ToolRunner
@@ -54,6 +58,7 @@ class RunnerBoundTool(Tool):
         self.kind = kind
         self.runner_options = dict(options)
         self._runner: ToolRunner | None = None
+        self._runner = self._build()  # a bad option value fails here, when the tree loads
         self.name = inner.name
         self.description = inner.get_description()
         self.input_schema = inner.input_schema
@@ -63,13 +68,19 @@ class RunnerBoundTool(Tool):
         self.idempotent = inner.idempotent
         self.timeout = inner.timeout
 
+    def _build(self) -> ToolRunner:
+        from jianmu_bt.sandbox.factory import create_runner
+
+        try:
+            return create_runner(self.kind, **self.runner_options)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"runner {self.kind}: {exc}") from None
+
     @property
     def runner(self) -> ToolRunner:
-        """The bound runner (built on first use)."""
+        """The bound runner (built again after a `close()`)."""
         if self._runner is None:
-            from jianmu_bt.sandbox.factory import create_runner
-
-            self._runner = create_runner(self.kind, **self.runner_options)
+            self._runner = self._build()
         return self._runner
 
     def run(self, input: Any) -> Any:
@@ -86,9 +97,21 @@ class RunnerBoundTool(Tool):
 
     def close(self) -> None:
         """Close the bound runner when it has a `close()` (a RayRunner's local Ray)."""
-        close = getattr(self._runner, "close", None)
+        runner, self._runner = self._runner, None
+        close = getattr(runner, "close", None)
         if callable(close):
             close()
+
+    async def aclose(self) -> None:
+        """Close the bound runner (`aclose()` of a sandbox, `close()` in a thread otherwise)."""
+        runner, self._runner = self._runner, None
+        aclose = getattr(runner, "aclose", None)
+        if callable(aclose):
+            await aclose()
+            return
+        close = getattr(runner, "close", None)
+        if callable(close):
+            await anyio.to_thread.run_sync(close)
 
     def __repr__(self) -> str:
         return f"RunnerBoundTool({self.inner!r}, {self.kind})"

@@ -36,6 +36,7 @@ import anyio
 
 from jianmu_bt.sandbox.failures import limit_error, sandbox_error
 from jianmu_bt.sandbox.limits import parse_size
+from jianmu_bt.sandbox.ray_waits import active_waits
 from jianmu_bt.sandbox.toolspec import ToolNotPortableError, describe_tool, recreate_tool, spec_key
 from jianmu_bt.tools.runners import RunnableTool
 
@@ -74,10 +75,21 @@ def start_local_ray(num_cpus: int | None = None) -> Any:
     """Start a local Ray for this process and return a `stop()` that shuts it down.
 
     Usage statistics off, no dashboard, its files under a short temporary folder (Ray's socket
-    paths must stay short) that `stop()` removes.
+    paths must stay short) that `stop()` removes. When `RAY_ADDRESS` is set, `ray.init` connects
+    to that cluster instead (it refuses `num_cpus` then): this says so on stderr and connects
+    without it; `stop()` then disconnects.
     """
     ray = require_ray()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    address = os.environ.get("RAY_ADDRESS", "").strip()
+    if address:
+        print(
+            f"RAY_ADDRESS is set: connecting to the Ray at {address} instead of starting a "
+            "local one (its CPUs, not num_cpus)",
+            file=sys.stderr,
+        )
+        ray.init(address=address, log_to_driver=False, logging_level="WARNING")
+        return ray.shutdown
     temp_dir = tempfile.mkdtemp(prefix="jr", dir="/tmp" if Path("/tmp").is_dir() else None)
     try:
         ray.init(
@@ -232,15 +244,16 @@ class RayRunner:
         if self._remote is None:
             ray = require_ray()
             with self._lock:
-                if not ray.is_initialized():
-                    if self.address:
-                        ray.init(address=self.address, logging_level="WARNING")
-                    else:
-                        self._stop = start_local_ray()
-                        atexit.register(self.close)  # a runner nobody closed: at exit
-                self._remote = ray.remote(call_on_worker).options(**self.options)
-                if self.warm:
-                    self._pool = ActorPool(ray, self.warm, self.options)
+                if self._remote is None:  # another thread may have connected meanwhile
+                    if not ray.is_initialized():
+                        if self.address:
+                            ray.init(address=self.address, logging_level="WARNING")
+                        else:
+                            self._stop = start_local_ray()
+                            atexit.register(self.close)  # a runner nobody closed: at exit
+                    if self.warm:
+                        self._pool = ActorPool(ray, self.warm, self.options)
+                    self._remote = ray.remote(call_on_worker).options(**self.options)
         return self._remote
 
     def _spec(self, tool: RunnableTool) -> dict[str, Any]:
@@ -263,7 +276,10 @@ class RayRunner:
         else:
             ref = task.remote(spec, args)
         try:
+            waits = active_waits()  # in a batch's Ray task: its main thread waits, CPUs freed
             with anyio.fail_after(self.timeout):
+                if waits is not None:
+                    return await waits.wait(ref)
                 return await asyncio.wrap_future(ref.future())
         except TimeoutError:
             self._stop_call(ray, ref, slot, actor)

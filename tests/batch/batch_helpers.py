@@ -163,3 +163,37 @@ def _cmdline(pid: int) -> bytes:
         return (Path("/proc") / str(pid) / "cmdline").read_bytes()
     except OSError:
         return b""
+
+
+def import_ray() -> Any:
+    """The `ray` module; without it the calling test module is skipped, or fails when
+    JIANMU_REQUIRE_RAY=1 (set by CI: the Ray tests must run there)."""
+    import pytest
+
+    try:
+        import ray
+    except ImportError as exc:
+        if os.environ.get("JIANMU_REQUIRE_RAY") == "1":
+            pytest.fail(f"JIANMU_REQUIRE_RAY=1 but Ray cannot be imported: {exc}", pytrace=False)
+        pytest.skip("Ray is not installed (pip install 'jianmu-bt[ray]')", allow_module_level=True)
+    return ray
+
+
+def ray_processes() -> set[int]:
+    """Live processes of any local Ray (raylet, GCS, workers, ...), from /proc."""
+    marks = (b"raylet", b"gcs_server", b"ray::", b"default_worker.py", b"/ray/", b"ray.util")
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            command = _cmdline(int(entry.name))
+            if any(mark in command for mark in marks) and _alive(int(entry.name)):
+                found.add(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = (Path("/proc") / str(pid) / "stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

@@ -11,6 +11,8 @@ import functools
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -19,9 +21,9 @@ from pathlib import Path
 
 import anyio
 import pytest
-from batch_helpers import batch, calls, results, wait_for, write_inputs, write_tree
+from batch_helpers import batch, calls, import_ray, results, wait_for, write_inputs, write_tree
 
-ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'jianmu-bt[ray]')")
+ray = import_ray()  # skipped without Ray, failed with JIANMU_REQUIRE_RAY=1
 
 from jianmu_bt.loader import TreeLoadError, load_tree  # noqa: E402
 from jianmu_bt.sandbox import RayRunner  # noqa: E402
@@ -270,3 +272,107 @@ def test_a_warm_ray_runner_reuses_its_actors_and_replaces_one_that_timed_out(loc
     assert killed in pids
     wait_for(lambda: not _alive(killed), timeout=30)  # the actor was killed at the timeout
     assert after.ok and after.output["pid"] not in pids  # a new actor took its place
+
+
+# -- the fixes: capacity, tools on Ray inside a Ray batch, RAY_ADDRESS --------------------------
+
+
+def test_a_ray_batch_without_workers_is_as_wide_as_the_ray_it_uses(local_ray, monkeypatch):
+    from jianmu_bt.batch.backends import RayBackend
+    from jianmu_bt.batch.worker import WorkerSpec
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)  # the driver's machine is not the measure
+    spec = WorkerSpec("tree.yaml", "digest", "store")
+    assert RayBackend(spec).capacity == 2  # the module's Ray has 2 CPUs
+    assert RayBackend(spec, 5).capacity == 5  # --workers says otherwise
+
+
+RAY_TOOL = """
+import os, pathlib
+from jianmu_bt.tools import tool
+
+
+@tool
+def on_ray(x: int) -> int:
+    '''Runs as its own Ray task; logs the call.'''
+    with open(pathlib.Path({folder!r}) / "ray-calls.log", "a") as log:
+        log.write(f"{{x}} {{os.getpid()}}\\n")
+    return x * 10
+"""
+
+RAY_TOOL_TREE = """
+version: 1
+name: nested
+state:
+  x: {type: integer, input: true}
+  y: {type: integer}
+tools:
+  - {python: "MODULE:on_ray", runner: {kind: ray, num_cpus: 1}}
+root:
+  sequence:
+    name: Main
+    children:
+      - tool: {name: OnRay, tool: on_ray, arguments: {x: "{x}"}, output: y}
+"""
+
+
+def test_runner_ray_tools_in_a_ray_batch_that_fills_every_cpu_do_not_deadlock(local_ray, tmp_path):
+    """Every CPU of the 2-CPU Ray holds a run task; each run's tool call needs a CPU of its own
+    (num_cpus: 1). The run task lends its CPU while it waits for the call, so all finish."""
+    module = f"raytool_{os.getpid()}_{time.monotonic_ns()}"
+    (tmp_path / f"{module}.py").write_text(RAY_TOOL.format(folder=str(tmp_path)))
+    tree = tmp_path / "tree.yaml"
+    tree.write_text(RAY_TOOL_TREE.replace("MODULE", module))
+    inputs = write_inputs(tmp_path, [{"x": i} for i in range(1, 6)])
+    out = tmp_path / "results.jsonl"
+    code, err = batch(
+        tree, inputs, "--ray", "--out", out, "--store", tmp_path / "runs.db", "--timeout", 90
+    )  # a deadlock would end in each run's timeout, not hang the test
+    assert code == 0, err
+    found = results(out)
+    assert {line: r["state"]["y"] for line, r in found.items()} == {i: 10 * i for i in range(1, 6)}
+    log = (tmp_path / "ray-calls.log").read_text().split("\n")
+    assert sorted(int(row.split()[0]) for row in log if row) == [1, 2, 3, 4, 5]
+
+
+def test_start_local_ray_with_ray_address_set_connects_there_and_says_so(local_ray):
+    address = ray.get_runtime_context().gcs_address
+    script = (
+        "import ray\n"
+        "from jianmu_bt.sandbox.ray_runner import start_local_ray\n"
+        "stop = start_local_ray(7)\n"
+        "print(int(ray.cluster_resources()['CPU']))\n"
+        "stop()\n"
+    )
+    env = {**os.environ, "RAY_ADDRESS": address}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-1] == "2"  # the running Ray's CPUs, not a new Ray's 7
+    assert f"RAY_ADDRESS is set: connecting to the Ray at {address}" in done.stderr
+    assert ray.cluster_resources()["CPU"] == 2  # disconnecting left the cluster running
+
+
+def test_calls_waited_for_by_the_main_thread_give_results_errors_and_timeouts(local_ray):
+    """The path a batch's Ray task takes (`run_with_released_cpus`): the calls' refs are waited
+    for by this (main) thread while the async code runs in another."""
+    from jianmu_bt.sandbox.ray_waits import active_waits, run_with_released_cpus
+
+    runner = RayRunner(timeout=2)
+    seen = []
+
+    async def calls() -> list:
+        seen.append(active_waits())
+        return [
+            await where.call({"x": 4}, runner=runner),
+            await broken.call({"x": 2}, runner=runner),
+            await sleepy.call({"seconds": 30}, runner=runner),
+        ]
+
+    ok, failed, slow = run_with_released_cpus(ray, anyio.run, calls)
+    assert seen[0] is not None  # the calls went through the main thread's waits
+    assert ok.ok and ok.output["x"] == 4
+    assert not failed.ok and "RuntimeError: broken on 2" in failed.error
+    assert not slow.ok and "timeout limit exceeded" in slow.error
+    assert active_waits() is None

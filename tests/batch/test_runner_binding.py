@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import uuid
 
+import anyio
 import pytest
 
 from jianmu_bt.loader import TreeLoadError, load_tree
@@ -86,6 +87,11 @@ def test_runner_inprocess_keeps_the_tool_as_it_is(tmp_path):
         ("podman", "unknown runner 'podman': use one of inprocess, local, docker, ray"),
         ("{kind: ray, gpus: 1}", "runner ray: unknown option(s) gpus"),
         ("[ray]", "runner"),
+        # bad values: found when the tree loads (the runner is built then), not at the first call
+        ("{kind: ray, timeout: -1}", "runner ray: timeout must be > 0 seconds, got -1"),
+        ("{kind: ray, memory: lots}", "runner ray:"),
+        ("{kind: local, isolate_calls: sometimes}", "runner local: LocalSandbox(isolate_calls="),
+        ("{kind: local, cpus: 2}", "runner local:"),
     ],
 )
 def test_a_wrong_runner_is_a_load_error_at_its_entry(tmp_path, runner, message):
@@ -94,3 +100,20 @@ def test_a_wrong_runner_is_a_load_error_at_its_entry(tmp_path, runner, message):
     first = caught.value.diagnostics[0]
     assert message in first.message
     assert first.line == 7
+
+
+def test_the_tree_closes_a_bound_runner_at_the_end_of_each_run_and_at_close(tmp_path):
+    path = tmp_path / "calc.yaml"
+    path.write_text(CALC)
+    tree = load_tree(path)
+    calculator = tree.toolset.get("calculator")
+    assert isinstance(calculator, RunnerBoundTool)
+    first = calculator.runner  # built when the tree loaded
+    assert isinstance(first, LocalSandbox) and os.path.isdir(first.workspace)
+    assert tree.run().state["total"] == "42"
+    assert not os.path.exists(first.workspace)  # closed at the run's end: workspace gone
+    assert tree.run().state["total"] == "42"  # the next run builds another one
+    third = calculator.runner  # built outside a run
+    assert third is not first and os.path.isdir(third.workspace)
+    anyio.run(tree.aclose)
+    assert not os.path.exists(third.workspace)
