@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -70,30 +70,27 @@ class Position(NamedTuple):
     one_line: bool = True
 
 
-Spot = tuple[int, int, int, str | None]
-"""A node's start line and column, end line (0-based) and scalar style, as the map keeps them:
-a plain tuple is cheap to make for every key and value; a lookup turns it into a Position."""
-
-
-def _spot(node: Node) -> Spot:
+def _position(node: Node) -> Position:
+    """Where a composed node starts, its scalar style and whether it spans one line."""
     start = node.start_mark
     style = node.style if isinstance(node, ScalarNode) else None
-    return start.line, start.column, node.end_mark.line, style
-
-
-def _position(spot: Spot) -> Position:
-    line, col, end_line, style = spot
     # libyaml reports a plain scalar's style as "", the Python parser as None
-    return Position(line + 1, col + 1, style or None, line == end_line)
+    return Position(
+        start.line + 1, start.column + 1, style or None, start.line == node.end_mark.line
+    )
 
 
 @dataclass
 class SourceMap:
-    """Positions of the keys and values of one parsed document, by path."""
+    """Positions of the keys and values of one parsed document, by path.
+
+    It keeps the composed YAML nodes themselves (they carry their marks) and works a position
+    out only when one is asked for: most keys and values of a sound file are never looked up.
+    """
 
     file: str
-    values: dict[Path, Spot] = field(default_factory=dict)
-    keys: dict[Path, Spot] = field(default_factory=dict)
+    values: dict[Path, Node] = field(default_factory=dict)
+    keys: dict[Path, Node] = field(default_factory=dict)
 
     def value(self, path: Path) -> tuple[int, int]:
         """Line and column of the value at `path`, or of its nearest existing ancestor."""
@@ -104,7 +101,7 @@ class SourceMap:
         """Line and column of the key naming `path` (its value's position for list items)."""
         found = self.keys.get(path)
         if found is not None:
-            return found[0] + 1, found[1] + 1
+            return found.start_mark.line + 1, found.start_mark.column + 1
         return self.value(path)
 
     def has(self, path: Path) -> bool:
@@ -117,15 +114,15 @@ class SourceMap:
         Used to point at the exact place of an error inside an expression or template; falls
         back to the scalar's start for block scalars and multi-line values.
         """
-        spot = self.values.get(path)
-        if spot is None:
+        node = self.values.get(path)
+        if node is None:
             return self.value(path)
-        pos = _position(spot)
+        pos = _position(node)
         if not pos.one_line or pos.style not in (None, "'", '"'):
             return pos.line, pos.col
         return pos.line, pos.col + offset + (1 if pos.style else 0)
 
-    def _nearest(self, path: Path, table: dict[Path, Spot]) -> Position:
+    def _nearest(self, path: Path, table: dict[Path, Node]) -> Position:
         for size in range(len(path), -1, -1):
             found = table.get(path[:size])
             if found is not None:
@@ -146,7 +143,7 @@ class _Builder:
         self._chars = 0
 
     def problem(self, node: Node, message: str, code: str) -> None:
-        pos = _position(_spot(node))
+        pos = _position(node)
         self.problems.append(Diagnostic(self.map.file, pos.line, pos.col, "error", message, code))
 
     def count(self, node: Node, depth: int) -> None:
@@ -160,13 +157,31 @@ class _Builder:
         else:
             over = depth >= limits.max_depth
         if over or self._values > limits.max_values:
-            # parse_yaml then asks scan_limits where and which limit, for the message
-            self.problem(node, "YAML: the document is larger or deeper than the limits", LIMIT_CODE)
-            raise _LimitExceeded
+            self.over(node)
+
+    def count_text(self, node: ScalarNode) -> str:
+        """`count` for a plain text scalar (the hot path, inlined by `_mapping`); its text."""
+        text: str = node.value
+        self._values += 1
+        self._chars += len(text)
+        limits = self.limits
+        if (
+            len(text) > limits.max_string
+            or self._chars > limits.max_chars
+            or self._values > limits.max_values
+        ):
+            self.over(node)
+        return text
+
+    def over(self, node: Node) -> NoReturn:
+        """Stop: the document went past a limit at `node`."""
+        # parse_yaml then asks scan_limits where and which limit, for the message
+        self.problem(node, "YAML: the document is larger or deeper than the limits", LIMIT_CODE)
+        raise _LimitExceeded
 
     def build(self, node: Node, path: Path) -> Any:
         self.count(node, len(path))
-        self.map.values.setdefault(path, _spot(node))
+        self.map.values.setdefault(path, node)
         if isinstance(node, ScalarNode):
             return self._scalar(node)
         if node.tag not in _PLAIN_TAGS:
@@ -218,21 +233,25 @@ class _Builder:
     def _mapping(self, node: MappingNode, path: Path) -> dict[Hashable, Any]:
         result: dict[Hashable, Any] = {}
         seen: dict[Hashable, Node] = {}
-        keys = self.map.keys
+        keys, values = self.map.keys, self.map.values
         depth = len(path) + 1
+        max_key = self.limits.max_key
         merged = False  # a merged key's position gives way to this mapping's own
         for key_node, value_node in node.value:
             tag = key_node.tag
             if tag == _STR_TAG and type(key_node) is ScalarNode:  # the common case, fast
-                key: Any = key_node.value
-                self.count(key_node, depth)
-                if len(key) <= self.limits.max_key and key not in seen:
+                key: Any = self.count_text(key_node)
+                if len(key) <= max_key and key not in seen:
                     seen[key] = key_node
                     child = (*path, key)
-                    keys[child] = _spot(key_node)
+                    keys[child] = key_node
                     if merged:
-                        self.map.values.pop(child, None)
-                    result[key] = self.build(value_node, child)
+                        values.pop(child, None)
+                    if type(value_node) is ScalarNode and value_node.tag == _STR_TAG:
+                        values[child] = value_node  # a text value: `build` without the calls
+                        result[key] = self.count_text(value_node)
+                    else:
+                        result[key] = self.build(value_node, child)
                     continue
             elif tag == _MERGE_TAG:
                 self.count(key_node, depth)
@@ -266,7 +285,7 @@ class _Builder:
             self.problem(key_node, f"YAML: {key!r} cannot be a key", "yaml-key")
             return
         if key in seen:
-            first = _position(_spot(seen[key]))
+            first = _position(seen[key])
             self.problem(
                 key_node,
                 f"duplicate key '{key}' (first given at line {first.line}); "
@@ -275,7 +294,7 @@ class _Builder:
             )
         seen[key] = key_node
         child = (*path, key if isinstance(key, (str, int)) else str(key))
-        self.map.keys[child] = _spot(key_node)
+        self.map.keys[child] = key_node
         self.map.values.pop(child, None)  # a repeated key: the last value's position wins
         result[key] = self.build(value_node, child)
 
