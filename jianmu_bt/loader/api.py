@@ -271,7 +271,7 @@ def _load(source: str | Path, options: LoadOptions) -> Tree:
         services["llm"] = out.llm
     if out.guard is not None:
         services["guard"] = out.guard
-    owned = list(out.context.owned_llms)
+    owned = [*out.context.owned_llms, *out.context.owned_runners]
     if out.llm is not None and options.get("llm") is None:
         owned.append(out.llm)  # made from the file: the tree closes it
     owned += [t for t in out.catalog.tools.values() if isinstance(t, RunnerBoundTool)]  # runners

@@ -56,6 +56,7 @@ class BuildContext:
     catalog: ToolCatalog
     bindings: list[Binding] = field(default_factory=list)
     owned_llms: list[Any] = field(default_factory=list)
+    owned_runners: list[Any] = field(default_factory=list)
     guards: list[Any] = field(default_factory=list)
     _all: ToolSet | None = None
 

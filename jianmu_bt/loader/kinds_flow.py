@@ -239,9 +239,37 @@ for _name, (_cls, _ok, _fail) in _CONVERTERS.items():
 # --- subtree and behaviour --------------------------------------------------------------------
 
 
+def _subtree_runner(config: SubtreeConfig) -> Any:
+    """The subtree's `runner:` (None for none or the in-process one); a NodeProblem at the key
+    for an unknown runner or option (checked with the analysis, so `validate` reports it)."""
+    if config.runner is None:
+        return None
+    from jianmu_bt.sandbox.bound import named_runner
+
+    try:
+        return named_runner(config.runner)
+    except ValueError as exc:
+        raise NodeProblem(str(exc), ("runner",), code="tool-runner") from None
+
+
+def _subtree_io(config: SubtreeConfig) -> NodeIO:
+    runner = _subtree_runner(config)
+    if runner is not None:
+        runner.close()  # only checked here: the build makes the one the tree uses
+    return NodeIO()
+
+
 def _subtree(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
     # A one-child Sequence: transparent to the outcome, and a box for the subtree in displays.
     built: Behaviour = _lean("composites", "Sequence")(record.name, memory=True, children=children)
+    runner = _subtree_runner(record.config_as(SubtreeConfig))
+    if runner is not None:
+        # Every node inside that calls tools (tool steps, executors, agents' executors) and has
+        # no runner of its own calls through this one; a tool bound to its own runner keeps it.
+        for node in built.iterate():
+            if hasattr(node, "runner") and node.runner is None:
+                node.runner = runner
+        ctx.owned_runners.append(runner)  # the tree closes it after each run
     return built
 
 
@@ -258,6 +286,7 @@ register_kind(
         SubtreeConfig,
         "subtree",
         _subtree,
+        io=_subtree_io,
         outcome=_same,
         default_name=_subtree_name,
     )

@@ -347,6 +347,11 @@ class SubtreeConfig(NodeConfig):
     remap: dict[StateKey, StateKey] = Field(
         default_factory=dict, description="inner key -> outer key, for every key the subtree uses."
     )
+    runner: str | dict[str, Any] | None = Field(
+        None,
+        description="Where the tool calls of the subtree's nodes run (ray, local, docker), unless "
+        "a tool has a runner of its own.",
+    )
 
     @model_validator(mode="after")
     def _target(self) -> SubtreeConfig:

@@ -1,5 +1,5 @@
-"""A tool bound to a runner of its own: the YAML form `runner: ray` (or `local`, `docker`) on a
-tool entry of a tree file.
+"""Runners named in a tree file: `runner: ray` (or `local`, `docker`) on a tool entry binds the
+tool to a runner of its own; on a `subtree` node it is where every call inside runs.
 
 `bind_runner(tool, {"kind": "ray", "num_cpus": 2})` returns a Tool with the same name, schema,
 effect tags and idempotence whose calls always go to that runner: the tool's own choice beats
@@ -50,6 +50,67 @@ def runner_options(spec: str | Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     return kind, options
 
 
+class NamedRunner:
+    """The runner `kind` with `options` (a ToolRunner): built when made, so a bad option value
+    fails when the tree loads; `aclose()` closes it and the next call builds it again (a tree
+    closes its runners after every run)."""
+
+    def __init__(self, kind: str, options: Mapping[str, Any]) -> None:
+        self.kind = kind
+        self.options = dict(options)
+        self._runner: ToolRunner | None = None
+        self._runner = self._build()
+
+    def _build(self) -> ToolRunner:
+        from jianmu_bt.sandbox.factory import create_runner
+
+        try:
+            return create_runner(self.kind, **self.options)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"runner {self.kind}: {exc}") from None
+
+    @property
+    def runner(self) -> ToolRunner:
+        """The runner (built again after a `close()`)."""
+        if self._runner is None:
+            self._runner = self._build()
+        return self._runner
+
+    async def run(self, tool: Any, args: Any) -> Any:
+        """Run `tool` with `args` in the runner (the ToolRunner protocol)."""
+        return await self.runner.run(tool, args)
+
+    def close(self) -> None:
+        """Close the runner when it has a `close()` (a RayRunner's local Ray)."""
+        runner, self._runner = self._runner, None
+        close = getattr(runner, "close", None)
+        if callable(close):
+            close()
+
+    async def aclose(self) -> None:
+        """Close the runner (`aclose()` of a sandbox, `close()` in a thread otherwise)."""
+        runner, self._runner = self._runner, None
+        aclose = getattr(runner, "aclose", None)
+        if callable(aclose):
+            await aclose()
+            return
+        close = getattr(runner, "close", None)
+        if callable(close):
+            await anyio.to_thread.run_sync(close)
+
+    def __repr__(self) -> str:
+        return f"NamedRunner({self.kind!r}, {self.options!r})"
+
+
+def named_runner(spec: str | Mapping[str, Any]) -> NamedRunner | None:
+    """The runner a `runner:` value names (None for the in-process one); ValueError for an
+    unknown kind or option, or an option value the runner refuses."""
+    kind, options = runner_options(spec)
+    if kind == "inprocess" and not options:
+        return None
+    return NamedRunner(kind, options)
+
+
 class RunnerBoundTool(Tool):
     """`inner` whose every call goes to the runner built from `kind` and `options`."""
 
@@ -57,8 +118,7 @@ class RunnerBoundTool(Tool):
         self.inner = inner
         self.kind = kind
         self.runner_options = dict(options)
-        self._runner: ToolRunner | None = None
-        self._runner = self._build()  # a bad option value fails here, when the tree loads
+        self.bound = NamedRunner(kind, options)  # a bad option value fails here, at load
         self.name = inner.name
         self.description = inner.get_description()
         self.input_schema = inner.input_schema
@@ -68,20 +128,10 @@ class RunnerBoundTool(Tool):
         self.idempotent = inner.idempotent
         self.timeout = inner.timeout
 
-    def _build(self) -> ToolRunner:
-        from jianmu_bt.sandbox.factory import create_runner
-
-        try:
-            return create_runner(self.kind, **self.runner_options)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"runner {self.kind}: {exc}") from None
-
     @property
     def runner(self) -> ToolRunner:
         """The bound runner (built again after a `close()`)."""
-        if self._runner is None:
-            self._runner = self._build()
-        return self._runner
+        return self.bound.runner
 
     def run(self, input: Any) -> Any:
         """Not used: every call goes to the bound runner (see `_dispatch`)."""
@@ -97,21 +147,11 @@ class RunnerBoundTool(Tool):
 
     def close(self) -> None:
         """Close the bound runner when it has a `close()` (a RayRunner's local Ray)."""
-        runner, self._runner = self._runner, None
-        close = getattr(runner, "close", None)
-        if callable(close):
-            close()
+        self.bound.close()
 
     async def aclose(self) -> None:
         """Close the bound runner (`aclose()` of a sandbox, `close()` in a thread otherwise)."""
-        runner, self._runner = self._runner, None
-        aclose = getattr(runner, "aclose", None)
-        if callable(aclose):
-            await aclose()
-            return
-        close = getattr(runner, "close", None)
-        if callable(close):
-            await anyio.to_thread.run_sync(close)
+        await self.bound.aclose()
 
     def __repr__(self) -> str:
         return f"RunnerBoundTool({self.inner!r}, {self.kind})"
