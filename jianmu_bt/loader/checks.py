@@ -157,7 +157,8 @@ def _write_types(
             verdict = _compat({"string"}, dst)
             message = f"writes text to '{target}', a {dst.type} field"
             found += _type_findings(record, verdict, message, path)
-        output = getattr(record.config, "output", None)
+        # only for a tool step's output (a miss on a pydantic model is slow: ask only then)
+        output = getattr(record.config, "output", None) if io.output_tool else None
         if io.output_tool and output:
             tool = catalog.get(io.output_tool)
             dst = state.fields.get(record.keys(output))

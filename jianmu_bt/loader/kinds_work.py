@@ -312,8 +312,11 @@ register_kind(
 
 
 def _expression(config: ConditionConfig) -> SafeExpression:
-    compiled: SafeExpression | None = config._compiled
-    if compiled is None:  # parsed once per node: io, outcome and build share it
+    # Parsed once per node: io, outcome and build share it. Kept in the config's private
+    # values, read directly: pydantic's attribute path for a private name is slow.
+    private = config.__pydantic_private__
+    compiled: SafeExpression | None = private.get("_compiled") if private else None
+    if compiled is None:
         try:
             compiled = SafeExpression(config.check)
         except ExpressionError as exc:

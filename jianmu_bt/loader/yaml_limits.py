@@ -12,11 +12,32 @@ from typing import Any
 
 import yaml
 from yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, Event, ScalarEvent
+from yaml.nodes import ScalarNode
 
 from jianmu_bt.loader.diagnostics import Diagnostic
 
+_BASE_LOADER: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_BASE_LOADER):
+    """The safe loader, resolving most plain scalars without PyYAML's generic path.
+
+    Resolving a plain scalar (is it a number, a bool, null, a date?) runs in Python for every key
+    and value, even under libyaml. PyYAML keys its patterns by the text's first character; a
+    text whose first character starts none of them (most keys and names of a tree file) is a
+    string, and this answers so at once.
+    """
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        if kind is ScalarNode and implicit[0] and value:
+            patterns = self.yaml_implicit_resolvers
+            if value[0] not in patterns and None not in patterns:
+                return self.DEFAULT_SCALAR_TAG
+        return super().resolve(kind, value, implicit)
+
+
 # libyaml's parser when PyYAML was built with it (much faster on large files), else pure Python.
-LOADER: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+LOADER: type[Any] = _Loader
 LIMIT_CODE = "yaml-limit"
 
 
