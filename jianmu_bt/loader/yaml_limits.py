@@ -19,19 +19,29 @@ from jianmu_bt.loader.diagnostics import Diagnostic
 _BASE_LOADER: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+# The words a plain scalar starting with a letter can be other than text, lower-cased: YAML 1.1
+# booleans and null as PyYAML's safe loader reads them (it takes only these spellings, in lower,
+# Title or UPPER case; any other word is a string).
+_WORDS = frozenset({"yes", "no", "true", "false", "on", "off", "null"})
+
+
 class _Loader(_BASE_LOADER):
     """The safe loader, resolving most plain scalars without PyYAML's generic path.
 
     Resolving a plain scalar (is it a number, a bool, null, a date?) runs in Python for every key
     and value, even under libyaml. PyYAML keys its patterns by the text's first character; a
-    text whose first character starts none of them (most keys and names of a tree file) is a
-    string, and this answers so at once.
+    text whose first character starts none of them, or a word that is none of `_WORDS` (most
+    keys, names and expressions of a tree file), is a string, and this answers so at once.
     """
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
         if kind is ScalarNode and implicit[0] and value:
             patterns = self.yaml_implicit_resolvers
-            if value[0] not in patterns and None not in patterns:
+            first = value[0]
+            if None not in patterns and (
+                first not in patterns
+                or (first.isalpha() and (len(value) > 5 or value.lower() not in _WORDS))
+            ):
                 return self.DEFAULT_SCALAR_TAG
         return super().resolve(kind, value, implicit)
 
