@@ -228,7 +228,9 @@ def waiting_tool(clock):
 def run_beside_release(waiter, entered: threading.Event, released: threading.Event) -> str:
     entered.clear()
     released.clear()
-    policy = py_trees.common.ParallelPolicy.SuccessOnAll(synchronise=False)
+    # synchronise: a child that succeeded is not ticked (started) again while the other runs;
+    # without it each tick restarts the finished one, and the two must end in the same tick.
+    policy = py_trees.common.ParallelPolicy.SuccessOnAll(synchronise=True)
     root = py_trees.composites.Parallel("both", policy=policy)
     root.add_children([ToolNode(waiter, output_key="final_answer"), Release(entered, released)])
     runner = TreeRunner(root, StateManager(AgentState))
