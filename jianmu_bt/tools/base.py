@@ -112,7 +112,7 @@ class Tool(Described, ABC):
         # `_blocking_work` stands for a call only while none of the calling methods is
         # overridden, and `execute_local` only together with it (a sandboxed tool never runs here).
         cls._plain_execution = all(
-            _owner(cls, name) is Tool for name in ("call", "execute", "_execute", "_dispatch")
+            _owner(cls, name) is Tool for name in ("call", "execute", "_dispatch")
         ) and _owner(cls, "execute_local") is _owner(cls, "_blocking_work")
 
     @classmethod
@@ -200,7 +200,7 @@ class Tool(Described, ABC):
         The same path as `call` (merging, runner, worker thread, waiting for overruns) without
         the timeout and without the ToolResult normalisation.
         """
-        return await self._execute(args, injected, runner, prefer_injected)
+        return await self._dispatch(self._merge_args(args, injected, prefer_injected), runner)
 
     async def execute_local(self, args: Any) -> Any:
         """The runner hook (`RunnableTool` in jianmu_bt.tools.runners), not for callers: run here
@@ -225,16 +225,6 @@ class Tool(Described, ABC):
         return await run_blocking(work)
 
     # -- the private path behind `call` and `execute` --------------------------------------
-
-    async def _execute(
-        self,
-        args: Any,
-        injected: Mapping[str, Any] | None,
-        runner: ToolRunner | None,
-        prefer_injected: bool,
-    ) -> Any:
-        """Merge the caller's arguments with injected values, then `_dispatch` the call."""
-        return await self._dispatch(self._merge_args(args, injected, prefer_injected), runner)
 
     def _start(
         self,

@@ -5,42 +5,18 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import anyio
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 from mcp_server_sample_tools import ALL
-from mcp_test_support import PYTHON, SERVER_ENV, HTTPServer, serve_args
 
 from jianmu_bt import ToolSet
 from jianmu_bt.mcp import build_mcp_server
 from jianmu_bt.mcp.server_progress import MAX_PENDING
 
 pytestmark = pytest.mark.anyio
-
-TOOLS = "mcp_server_sample_tools:ALL"
-
-
-@pytest.fixture(scope="module")
-def http_server() -> Iterator[HTTPServer]:
-    server = HTTPServer(tools=TOOLS)
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module", params=["in-process", "stdio", "http"])
-async def client(request: pytest.FixtureRequest, http_server: HTTPServer) -> AsyncIterator[Client]:
-    target: object
-    if request.param == "stdio":
-        target = StdioServerParameters(command=PYTHON, args=serve_args(tools=TOOLS), env=SERVER_ENV)
-    elif request.param == "http":
-        target = http_server.url
-    else:
-        target = build_mcp_server(ToolSet(ALL))
-    async with Client(target, read_timeout_seconds=20) as connected:  # type: ignore[arg-type]
-        yield connected
 
 
 class Progress:

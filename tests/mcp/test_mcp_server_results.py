@@ -4,12 +4,11 @@ client: in-process, over stdio (a real server process) and over streamable HTTP 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
 
 import pytest
-from mcp import Client, StdioServerParameters
-from mcp_server_sample_tools import ALL, PNG, mirror, picture, square, untyped
-from mcp_test_support import HERE, PYTHON, SERVER_ENV, HTTPServer, serve_args
+from mcp import Client
+from mcp_server_sample_tools import PNG, mirror, picture, square, untyped
+from mcp_test_support import HERE, PYTHON
 
 from jianmu_bt import ToolSet
 from jianmu_bt.mcp import MCPToolProvider, build_mcp_server
@@ -18,28 +17,7 @@ from jianmu_bt.mcp.server_results import media_block
 
 pytestmark = pytest.mark.anyio
 
-TOOLS = "mcp_server_sample_tools:ALL"
 FEATURES = str(HERE / "mcp_client_features_server.py")
-
-
-@pytest.fixture(scope="module")
-def http_server() -> Iterator[HTTPServer]:
-    server = HTTPServer(tools=TOOLS)
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module", params=["in-process", "stdio", "http"])
-async def client(request: pytest.FixtureRequest, http_server: HTTPServer) -> AsyncIterator[Client]:
-    target: object
-    if request.param == "stdio":
-        target = StdioServerParameters(command=PYTHON, args=serve_args(tools=TOOLS), env=SERVER_ENV)
-    elif request.param == "http":
-        target = http_server.url
-    else:
-        target = build_mcp_server(ToolSet(ALL))
-    async with Client(target, read_timeout_seconds=20) as connected:  # type: ignore[arg-type]
-        yield connected
 
 
 async def test_a_typed_return_is_advertised_as_an_output_schema(client: Client) -> None:
