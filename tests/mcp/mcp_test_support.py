@@ -70,3 +70,28 @@ class HTTPServer:
                 self.proc.wait()
         if self.proc.stderr is not None:
             self.proc.stderr.close()
+
+
+#: Where .ci/run installs the reference server `@modelcontextprotocol/server-everything`.
+EVERYTHING_DEFAULT = Path.home() / ".cache/jianmu-ci/server-everything/node_modules/.bin"
+
+
+def everything_command() -> str:
+    """The command of the reference server-everything (run it with the argument `stdio`):
+    $JIANMU_MCP_EVERYTHING, else where .ci/run installs it. The calling test is skipped when it
+    is missing, or fails when JIANMU_REQUIRE_EVERYTHING=1 (CI sets it)."""
+    import pytest
+
+    found = os.environ.get("JIANMU_MCP_EVERYTHING") or str(
+        EVERYTHING_DEFAULT / "mcp-server-everything"
+    )
+    if os.access(found, os.X_OK):
+        return found
+    message = (
+        f"the reference MCP server-everything is not installed ({found}); install it with "
+        "npm install --prefix ~/.cache/jianmu-ci/server-everything "
+        "@modelcontextprotocol/server-everything@2026.8.31"
+    )
+    if os.environ.get("JIANMU_REQUIRE_EVERYTHING") == "1":
+        pytest.fail(f"{message}, but it is required (JIANMU_REQUIRE_EVERYTHING=1)")
+    pytest.skip(message)
