@@ -10,12 +10,15 @@ import json
 from collections import Counter
 from typing import Any
 
+from jianmu_bt.cli.desks import terminal_text
+
 #: Longest value shown in one activity line.
 VALUE_CHARS = 80
 
 
 def short_value(value: Any, limit: int = VALUE_CHARS) -> str:
-    """A value on one line (strings as they are, the rest as JSON), cut to `limit` chars."""
+    """A value on one line (strings as they are, the rest as JSON), control characters shown as
+    escapes (`terminal_text`), cut to `limit` chars."""
     if isinstance(value, str):
         text = value
     else:
@@ -23,8 +26,7 @@ def short_value(value: Any, limit: int = VALUE_CHARS) -> str:
             text = json.dumps(value, ensure_ascii=False, default=str)
         except ValueError:
             text = repr(value)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return terminal_text(" ".join(text.split()), limit)
 
 
 def progress_text(data: dict[str, Any]) -> str:
@@ -51,6 +53,15 @@ def describe_event(event: Any) -> str | None:
     if event.type == "guard.decision":
         reason = short_value(data.get("reason") or "")
         return f"{who}: guard says {data.get('decision')} to {tool}: {reason}"
+    if event.type == "mcp.sampling":  # an MCP server asked the tree's LLM (mcp/sampling.py)
+        why = f": {short_value(data.get('reason'))}" if data.get("reason") else ""
+        return f"{data.get('server', '?')}: sampling {data.get('outcome')}{why}"
+    if event.type == "input.requested":  # an MCP server asks the user (mcp/elicitation.py)
+        return f"{data.get('server', '?')} asks: {short_value(data.get('message'))}"
+    if event.type in ("input.answered", "input.refused"):
+        outcome = data.get("action") or "refused"
+        why = f": {short_value(data.get('reason'))}" if data.get("reason") else ""
+        return f"{data.get('server', '?')}: question {outcome}{why}"
     if event.type == "llm.response":
         calls = [c.get("name", "?") for c in data.get("tool_calls") or [] if isinstance(c, dict)]
         if calls:

@@ -3,7 +3,9 @@
 A guard policy such as `approve: [deploy]` holds a call until a reviewer decides. The desk
 listens for those holds and answers each once: `all` approves, `none` rejects (the agent is told
 that no reviewer was available), `ask` asks the person at the terminal. Questions are asked from a
-thread of their own, so the run's other work goes on while the person thinks.
+thread of their own, so the run's other work goes on while the person thinks. An MCP server's
+questions for a person (elicitation) go to the same desk (`jianmu_bt.cli.questions`); the
+terminal holds one conversation at a time.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import sys
 import threading
 from collections.abc import Callable
 from typing import Any, TextIO
+
+from jianmu_bt.cli.desks import Once, is_yes, terminal_text
 
 MODES = ("ask", "all", "none")
 ALREADY_DECIDED = "already decided in the viewer; the terminal's answer is not used"
@@ -42,17 +46,26 @@ class ApprovalDesk:
         self.mode = mode
         self.ask = ask
         self.out = out or sys.stderr
-        self._seen: set[str] = set()
-        self._lock = threading.Lock()
+        self._once = Once()
+        self._terminal = threading.Lock()  # one conversation at a time at the terminal
+        # Imported here, not at the top: cli.questions loads the runtime layer, and the
+        # parser of `jianmu run` (which imports this module) must load no layer
+        # (tests/cli/test_cli_startup.py).
+        from jianmu_bt.cli.questions import QuestionDesk
+
+        self.questions = QuestionDesk(tree, mode, ask=ask, out=self.out, terminal=self._terminal)
 
     def __call__(self, event: Any) -> None:
+        """Answer a held call (a pending `guard.decision` event) or a server's question
+        (`input.requested`, by the question desk) once, as the mode says."""
+        if event.type == "input.requested":
+            self.questions(event)
+            return
         if event.type != "guard.decision" or event.data.get("decision") != "pending":
             return
         call_id = event.data.get("call_id")
-        with self._lock:
-            if not call_id or call_id in self._seen:
-                return
-            self._seen.add(call_id)
+        if not self._once.first(call_id):
+            return
         if self.mode == "all":
             described = self._describe(call_id)
             self.tree.approve(call_id, note="approved by --approve all")
@@ -66,7 +79,8 @@ class ApprovalDesk:
 
     def _question(self, call_id: str) -> None:
         try:
-            answer = self.ask(f"approve {self._describe(call_id)}? [y/N] ")
+            with self._terminal:
+                answer = self.ask(f"approve {self._describe(call_id)}? [y/N] ")
         except (EOFError, OSError):
             answer = ""
         # Someone else (the viewer's page, with `run --view --approve ask`) may have decided
@@ -75,7 +89,7 @@ class ApprovalDesk:
             self._say(f"{call_id}: {ALREADY_DECIDED}")
             return
         try:
-            if answer.strip().lower() in ("y", "yes"):
+            if is_yes(answer):
                 self.tree.approve(call_id, note="approved at the terminal")
             else:
                 self.tree.reject(call_id, "the reviewer at the terminal said no")
@@ -89,7 +103,8 @@ class ApprovalDesk:
         for record in self.tree.pending_approvals():
             if record.call_id == call_id:
                 arguments = json.dumps(record.arguments, ensure_ascii=False, default=str)
-                return f"{record.tool}({arguments[:200]}) [{call_id}]"
+                shown = f"{terminal_text(record.tool, 100)}({terminal_text(arguments, 200)})"
+                return f"{shown} [{call_id}]"
         return call_id
 
     def _say(self, text: str) -> None:

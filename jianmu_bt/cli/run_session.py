@@ -83,6 +83,13 @@ def run_and_report(
         stack.callback(tree.events.subscribe(activity))
         if mode != "later":
             stack.callback(tree.events.subscribe(ApprovalDesk(tree, mode)))
+        else:  # a server's question cannot wait for a later process: declined at once
+            # Imported here: cli.questions loads the runtime layer, which the parser must not.
+            from jianmu_bt.cli.questions import QuestionDesk
+
+            stack.callback(tree.events.subscribe(QuestionDesk(tree, "none")))
+        # The desk attends the run's questions (unattended, they would be declined unasked).
+        stack.enter_context(tree.attend_questions())
         if args.trace:
             _open_trace(args.trace, tree, stack)
         view = None

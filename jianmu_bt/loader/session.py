@@ -12,7 +12,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.from_thread
@@ -21,7 +21,11 @@ from py_trees.common import Status
 from jianmu_bt.loader.catalog import ToolCatalog
 from jianmu_bt.loader.context import Binding
 from jianmu_bt.runtime import RunResult, TreeRunner
+from jianmu_bt.runtime.questions import withdraw_open_questions
 from jianmu_bt.tools import ToolSet
+
+if TYPE_CHECKING:
+    from jianmu_bt.runtime.context import RunContext
 
 logger = logging.getLogger(__name__)
 
@@ -61,12 +65,17 @@ class ProviderSession:
         """Whether the providers are running now."""
         return self.toolset is not None
 
-    async def open(self) -> None:
+    async def open(self, run: RunContext | None = None) -> None:
         """Start every provider (concurrently), then give each bound node its tools; all or
-        nothing."""
+        nothing. `run` (the run's RunContext) answers what providers ask of the run: an MCP
+        server's sampling and elicitation requests (`attach_run`)."""
         from jianmu_bt.mcp.provider import provider_label
 
         providers = list(self.catalog.providers)
+        for provider in providers:
+            attach = getattr(provider, "attach_run", None)
+            if callable(attach):
+                attach(run)
         failures: dict[int, BaseException] = {}
         started: list[Any] = []
 
@@ -183,7 +192,7 @@ class LoadedRunner(TreeRunner):
         opened_here = False
         if self.session.needed and not self.session.is_open:
             try:
-                await self.session.open()
+                await self.session.open(self.context)
             except ProviderStartError as exc:
                 reason = str(exc)
                 self.events.emit("tree.finished", status="FAILURE", ticks=0, reason=reason)
@@ -216,15 +225,24 @@ class LoadedRunner(TreeRunner):
         self.session.apply_changes()
         return super()._tick_once()
 
+    def halt(self) -> None:
+        """Stop the run's work (TreeRunner.halt, also called when a run ends) and withdraw the
+        questions for a person still open: a server may ask outside the call it was halted in
+        (the 2025 protocols), so cancelling the call alone would leave its question waiting."""
+        super().halt()
+        withdraw_open_questions(self.context, "withdrawn: the run ended or was halted")
+
     def tick(self) -> Status:
         """One tick (see TreeRunner.tick); the first one starts the providers."""
         if self.session.needed and not self.session.is_open:
             # The providers open in the loop the nodes' tasks run in, before the first tick.
-            self.background_loop().call(self.session.open)
+            self.background_loop().call(self.session.open, self.context)
         return super().tick()
 
     def close(self) -> None:
         """Close the providers and owned objects in the tick loop, then stop it."""
+        # Open questions first: their askers answer while the servers are still connected.
+        withdraw_open_questions(self.context, "withdrawn: the tree was closed")
         if self.has_background_loop:
             loop = self.background_loop()
             if self.session.is_open:

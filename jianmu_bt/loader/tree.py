@@ -7,7 +7,8 @@ print(result.status, result.state["final_answer"])
 tree.close()
 ```
 Run it as a whole (`run`, `await arun`) or tick by tick (`tick`); watch it through `events`;
-answer a guard's held calls with `approve` / `reject`; draw it with `to_dot`.
+answer a guard's held calls with `approve` / `reject` and an MCP server's questions with
+`answer`; draw it with `to_dot`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from jianmu_bt.loader.model import TreeFileBase
 from jianmu_bt.loader.node_info import NodeInfo, node_info
 from jianmu_bt.loader.session import LoadedRunner, ProviderSession
 from jianmu_bt.loader.state_model import StateInfo
+from jianmu_bt.loader.tree_questions import TreeQuestions
 from jianmu_bt.runtime import EventBus, RunResult, StateManager
 from jianmu_bt.runtime.context import new_run_id as new_run_id_for
 from jianmu_bt.store import RunRecord, RunStore
@@ -79,7 +81,7 @@ def _blocking(
     return blocking
 
 
-class Tree:
+class Tree(TreeQuestions):
     """A loaded tree. Close it (or use `with`) to stop its background loop and free its state.
 
     `model` is the file's settings (name, description, state, tools, llm, guard); its nodes'

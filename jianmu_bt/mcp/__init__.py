@@ -4,7 +4,8 @@ Built on the official `mcp` SDK (an optional dependency: `pip install 'jianmu-bt
 Importing this package does not need the SDK; connecting to a server or building one does, and
 raises MCPUnavailableError with the install command when it is missing.
 
-- `MCPClient`: one server over stdio (`command`) or streamable HTTP (`url`), with timeouts.
+- `MCPClient`: one server over stdio (`command`) or streamable HTTP (`url`), with timeouts; its
+  tools, resources and prompts (`contents_text`, `prompt_messages` turn them into text, messages).
 - `MCPToolProvider` / `MCPTool`: a server's tools as Tools; `merge_providers_tools` refuses clashes.
 - `build_mcp_server` / `serve`: a ToolSet as an MCP server; `python -m jianmu_bt.mcp serve`;
   `ServedTools`: served tools that may change (clients hear `tools/list_changed`).
@@ -45,11 +46,16 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         EnforcerGuard as EnforcerGuard,
         ServedCallGuard as ServedCallGuard,
     )
+    from jianmu_bt.mcp.prompts import prompt_messages as prompt_messages
     from jianmu_bt.mcp.provider import (
         MCPTool as MCPTool,
         MCPToolProvider as MCPToolProvider,
         local_tool_name as local_tool_name,
         merge_providers_tools as merge_providers_tools,
+    )
+    from jianmu_bt.mcp.resources import (
+        contents_text as contents_text,
+        resource_listing as resource_listing,
     )
     from jianmu_bt.mcp.results import call_result_to_tool_result as call_result_to_tool_result
     from jianmu_bt.mcp.serve_options import add_serve_arguments as add_serve_arguments

@@ -26,14 +26,11 @@ from typing import IO, TYPE_CHECKING, Any, Literal, TypeVar
 import anyio
 
 from jianmu_bt.mcp import config as defaults
-from jianmu_bt.mcp.config import MCPServerConfig
+from jianmu_bt.mcp.client_features import ServerFeatures
+from jianmu_bt.mcp.config import ElicitationOptions, MCPServerConfig, SamplingOptions
 from jianmu_bt.mcp.connection import Connection
-from jianmu_bt.mcp.errors import (
-    MCPClientError,
-    MCPConnectionError,
-    MCPTimeoutError,
-    require_mcp,
-)
+from jianmu_bt.mcp.deadlines import CallDeadlines
+from jianmu_bt.mcp.errors import MCPClientError, MCPConnectionError, MCPTimeoutError, require_mcp
 from jianmu_bt.mcp.faults import connect_fault, request_fault
 from jianmu_bt.mcp.notices import Listener, Listeners, is_tools_changed
 from jianmu_bt.mcp.roots import roots_callback
@@ -48,8 +45,6 @@ if TYPE_CHECKING:
 BACKSTOP_SECONDS = 1.0
 #: Characters of a server's stderr quoted in error messages.
 STDERR_TAIL_CHARS = 1500
-#: Upper bound on `tools/list` pages, so a server that paginates forever cannot hang `list_tools`.
-MAX_LIST_PAGES = 100
 
 _Result = TypeVar("_Result")
 
@@ -57,8 +52,10 @@ ProgressCallback = Callable[[float, "float | None", "str | None"], None]
 """Receives `(progress, total, message)` of a call's progress notifications."""
 
 
-class MCPClient:
-    """A client for one MCP server: `connect`, `list_tools`, `call_tool`, `close`.
+class MCPClient(ServerFeatures):
+    """A client for one MCP server: `connect`, `list_tools`, `call_tool`, `close`; its
+    resources and prompts too (`list_resources`, `read_resource`, `get_prompt`, ...: see
+    `jianmu_bt.mcp.client_features`).
 
     Give either `command` (with `args`, `env`, `cwd`) to spawn a server that speaks MCP over
     stdio, or `url` (with `headers`) for a streamable HTTP endpoint. `timeout` bounds every request;
@@ -94,9 +91,12 @@ class MCPClient:
         progress_resets_timeout: bool = False,
         roots: Sequence[str | os.PathLike[str]] | None = None,
         transport: Literal["stdio", "http", "sse"] | None = None,
+        sampling: SamplingOptions | Mapping[str, Any] | bool | None = None,
+        elicitation: ElicitationOptions | Mapping[str, Any] | str | None = None,
     ) -> None:
-        # `transport` is given only when chosen: by default it follows from `command` / `url`.
-        chosen: dict[str, Any] = {"transport": transport} if transport is not None else {}
+        # Passed on only when chosen: by default `transport` follows from `command` / `url`.
+        given = {"transport": transport, "sampling": sampling, "elicitation": elicitation}
+        chosen: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
         config = MCPServerConfig(
             **chosen,
             progress_resets_timeout=progress_resets_timeout,
@@ -125,6 +125,9 @@ class MCPClient:
         self._lock: anyio.Lock | None = None
         self._closed = False
         self._tools_changed = Listeners("tools-changed")
+        self._request_callbacks: dict[str, Any] = {}
+        #: The deadlines of calls in flight, held while the server's own request is answered.
+        self.deadlines = CallDeadlines()
         # Checked now, so a bad root is an error at construction, not on the server's ask.
         self._list_roots = roots_callback(config.roots) if config.roots else None
 
@@ -201,24 +204,11 @@ class MCPClient:
     # -- requests --------------------------------------------------------------------------
 
     async def list_tools(self) -> list[MCPToolSpec]:
-        """Every tool the server offers (all pages), as the SDK's Tool models."""
+        """Every tool the server offers (all pages, within the client's `timeout` in all), as
+        the SDK's Tool models."""
         conn = await self._live_connection()
-        session = conn.require_session()
-        from mcp_types import PaginatedRequestParams
-
-        tools: list[MCPToolSpec] = []
-        cursor: str | None = None
-        for _ in range(MAX_LIST_PAGES):
-            params = PaginatedRequestParams(cursor=cursor) if cursor else None
-            send = functools.partial(session.list_tools, params=params)
-            page = await self._request(conn, "tools/list", send, None)
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor:
-                return tools
-        raise MCPClientError(
-            f"MCP server '{self.name}' kept paginating tools/list past {MAX_LIST_PAGES} pages"
-        )
+        fetch = conn.require_session().list_tools
+        return await self._all_pages(conn, "tools/list", fetch, lambda page: page.tools)
 
     async def call_tool(
         self,
@@ -245,14 +235,16 @@ class MCPClient:
         args = dict(arguments) if arguments is not None else None
         what = f"tools/call '{name}'"
         idle: anyio.CancelScope | None = None
-        if self.config.progress_resets_timeout:
+        # A deadline of our own when it must move: on progress, and held while the server's
+        # own request (a question for a person) is answered (see CallDeadlines).
+        if self.config.progress_resets_timeout or self._request_callbacks:
             idle = anyio.CancelScope(deadline=anyio.current_time() + limit)
 
         report = progress
 
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-            if idle is not None:  # a sign of life: the silence allowed starts again
-                idle.deadline = anyio.current_time() + limit
+            if idle is not None and self.config.progress_resets_timeout:
+                self.deadlines.restart(idle, limit)  # a sign of life: the silence starts again
             if report is not None:
                 report(progress, total, message)
 
@@ -266,7 +258,8 @@ class MCPClient:
             read_timeout_seconds=math.inf if idle is not None else limit,
             progress_callback=on_progress,
         )
-        result = await self._request(conn, what, send, limit, idle=idle, sdk_timeout=True)
+        with self.deadlines.track(idle):
+            result = await self._request(conn, what, send, limit, idle=idle, sdk_timeout=True)
         from mcp_types import CallToolResult
 
         if not isinstance(result, CallToolResult):  # the SDK raises for the other kinds today
@@ -303,8 +296,9 @@ class MCPClient:
             if lost:
                 conn.lost = True
             raise error from None
+        quiet = " and sent no progress for" if self.config.progress_resets_timeout else " within"
         raise MCPTimeoutError(  # only the idle deadline ends a request without an outcome
-            f"MCP server '{self.name}' did not answer {what} and sent no progress for {limit}s"
+            f"MCP server '{self.name}' did not answer {what}{quiet} {limit}s"
         )
 
     # -- connection management -------------------------------------------------------------
@@ -350,9 +344,8 @@ class MCPClient:
             return fresh
 
     async def _legacy_sse(self, failure: MCPClientError, started: float) -> bool:
-        """Whether a failed streamable-HTTP connect met a legacy HTTP+SSE server. Probed only
-        when the failure was not a timeout, and within what is left of `connect_timeout`, so
-        a server that never answers costs one attempt and one timeout."""
+        """Whether a failed streamable-HTTP connect met a legacy HTTP+SSE server: probed only
+        after a failure that is not a timeout, within what is left of `connect_timeout`."""
         if self.config.transport != "http" or isinstance(failure, MCPTimeoutError):
             return False
         left = self.config.connect_timeout - (anyio.current_time() - started)
@@ -370,15 +363,20 @@ class MCPClient:
         (`notifications/tools/list_changed`); returns a function that removes it."""
         return self._tools_changed.add(listener)
 
-    def client_callbacks(self) -> dict[str, Any]:
-        """The SDK `Client`'s callbacks: notifications, and roots when the config has some.
+    def set_request_callbacks(self, callbacks: Mapping[str, Any]) -> None:
+        """The SDK `Client` callbacks answering the server's requests (`sampling_callback`,
+        `elicitation_callback`) from the next connection on, whose handshake declares them
+        (a tree sets them for each run: `MCPToolProvider.attach_run`)."""
+        self._request_callbacks = dict(callbacks)
 
-        Sampling and elicitation are not declared, so a server asking for them anyway gets
-        the SDK's "not supported" error and the call goes on without them.
-        """
+    def client_callbacks(self) -> dict[str, Any]:
+        """The SDK `Client`'s callbacks: notifications, roots when configured, and those of
+        `set_request_callbacks` (without them the capability is not declared: a server asking
+        anyway gets the SDK's "not supported" error and the call goes on)."""
         callbacks: dict[str, Any] = {"message_handler": self._on_message}
         if self._list_roots is not None:
             callbacks["list_roots_callback"] = self._list_roots
+        callbacks.update(self._request_callbacks)
         return callbacks
 
     async def tools_may_have_changed(self) -> None:
@@ -388,6 +386,7 @@ class MCPClient:
     async def _on_message(self, message: Any) -> None:
         if is_tools_changed(message):
             await self.tools_may_have_changed()
+        await self.resource_notice(message)  # no-op for a message that is not about resources
 
     def connect_error(self, exc: BaseException) -> MCPClientError:
         """A clear MCPClientError for a failure while connecting."""

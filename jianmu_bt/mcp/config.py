@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 logger = logging.getLogger(__name__)
 
@@ -26,7 +26,75 @@ DEFAULT_STDERR_LIMIT = 64 * 1024
 #: Seconds a stdio server gets to exit after its stdin closes, and again after SIGTERM.
 DEFAULT_STOP_GRACE = 2.0
 #: Fields that shape a provider's tool list rather than the connection.
-PROVIDER_FIELDS = frozenset({"prefix", "include"})
+PROVIDER_FIELDS = frozenset({"prefix", "include", "resources"})
+#: What `sampling:` takes, for its error message and description.
+SAMPLING_SHAPES = "`true`, `false` or `{max_requests, max_tokens, max_input_chars, timeout}`"
+
+
+class SamplingOptions(BaseModel):
+    """How a server's `sampling/createMessage` requests are answered (`sampling:` of an `mcp:`
+    entry; `true` takes these defaults). They are answered by the run's LLM provider, each one
+    checked by the run's guard as a call of `<server>_sampling` (effect tag `sampling`).
+
+    Every request is billed to the tree's LLM account, so each one is bounded: how many per run,
+    the tokens of its reply, the size of its prompt, and how long the LLM may take."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_requests: int = Field(
+        default=10, ge=1, le=10_000, description="sampling requests answered per run"
+    )
+    max_tokens: int = Field(
+        default=1024, ge=1, le=1_000_000, description="cap on each request's `maxTokens`"
+    )
+    max_input_chars: int = Field(
+        default=50_000,
+        ge=1,
+        le=10_000_000,
+        description="characters of one request's prompt (system prompt and messages) answered; "
+        "a larger request is refused",
+    )
+    timeout: float = Field(
+        default=120.0,
+        gt=0,
+        le=3600,
+        description="seconds the LLM may take to answer one request (the server's call waits: "
+        "its `timeout` does not run meanwhile)",
+    )
+
+
+class ElicitationOptions(BaseModel):
+    """How a server's `elicitation/create` requests (questions for a person) are answered
+    (`elicitation:` of an `mcp:` entry; a bare mode such as `decline` sets only the mode).
+
+    `ask`: the run's approval desk asks a person (`jianmu run --approve ask`; declined when
+    nobody answers within `timeout`, and at once when no desk attends the run's questions);
+    `decline`: always declined (unattended runs); `off`: the capability is not declared, so the
+    server must not ask."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Literal["ask", "decline", "off"] = "ask"
+    max_requests: int = Field(
+        default=10, ge=1, le=10_000, description="questions a server may ask per run"
+    )
+    timeout: float = Field(
+        default=300.0,
+        gt=0,
+        le=3600,
+        allow_inf_nan=False,
+        description="seconds a question waits for an answer (at most an hour)",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _yaml_off(cls, data: Any) -> Any:
+        # YAML reads a bare `off` as false: `elicitation: off` and `{mode: off}` mean the mode.
+        if data is False:
+            return {"mode": "off"}
+        if isinstance(data, Mapping) and data.get("mode") is False:
+            return {**data, "mode": "off"}
+        return data
 
 
 class MCPServerConfig(BaseModel):
@@ -47,6 +115,9 @@ class MCPServerConfig(BaseModel):
     | `stop_grace`      | seconds a stdio server gets to exit on close, and again after SIGTERM |
     | `progress_resets_timeout` | a progress notification restarts the call's `timeout` (idle) |
     | `roots`           | directories offered to the server as roots (`roots/list`)           |
+    | `resources`       | the server's resources as tools for agents (list, read)             |
+    | `sampling`        | answer sampling requests with the run's LLM (off; SamplingOptions)  |
+    | `elicitation`     | answer questions for a person (ask/decline/off; ElicitationOptions) |
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -71,6 +142,21 @@ class MCPServerConfig(BaseModel):
     stop_grace: float = Field(default=DEFAULT_STOP_GRACE, ge=0, le=60)
     progress_resets_timeout: bool = False
     roots: list[str] | None = None
+    resources: bool = Field(
+        default=False,
+        description="offer the server's resources to agents as `<prefix>_list_resources` and "
+        "`<prefix>_read_resource` tools",
+    )
+    sampling: SamplingOptions | None = Field(
+        default=None,
+        description="answer the server's sampling requests with the run's LLM (off by default; "
+        f"{SAMPLING_SHAPES})",
+    )
+    elicitation: ElicitationOptions = Field(
+        default_factory=ElicitationOptions,
+        description="answer the server's questions for a person: ask (the approval desk), "
+        "decline, off; or {mode, max_requests, timeout}",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -79,6 +165,23 @@ class MCPServerConfig(BaseModel):
         if isinstance(data, Mapping) and data.get("transport") is None:
             data = {**data, "transport": "http" if data.get("url") is not None else "stdio"}
         return data
+
+    @field_validator("sampling", mode="before")
+    @classmethod
+    def _sampling_switch(cls, value: Any) -> Any:
+        # `sampling: true` takes the defaults; `false` (like leaving it out) turns it off.
+        if value is True:
+            return SamplingOptions()
+        if value is False or value is None:
+            return None
+        if not isinstance(value, (Mapping, SamplingOptions)):
+            raise ValueError(f"`sampling` takes {SAMPLING_SHAPES}, got {value!r}")
+        return value
+
+    @field_validator("elicitation", mode="before")
+    @classmethod
+    def _elicitation_mode(cls, value: Any) -> Any:
+        return {"mode": value} if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _one_transport(self) -> MCPServerConfig:

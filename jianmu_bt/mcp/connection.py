@@ -9,8 +9,9 @@ transport's read stream is watched, so the connection knows when a stdio server'
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -19,6 +20,7 @@ import anyio
 from jianmu_bt._version import __version__
 from jianmu_bt.mcp.config import MCPServerConfig
 from jianmu_bt.mcp.errors import MCPClientError, MCPConnectionError, MCPTimeoutError
+from jianmu_bt.mcp.resource_stream import ResourceStream
 
 if TYPE_CHECKING:
     from mcp import Client, ClientSession
@@ -130,6 +132,10 @@ class ConnectionOwner(Protocol):
         """Tell the tool-change listeners (a notice may have been missed)."""
         ...
 
+    async def resources_may_have_changed(self, uris: frozenset[str]) -> None:
+        """Tell the resource-update listeners of `uris` (their updates may have been missed)."""
+        ...
+
     def stderr_note(self) -> str:
         """The server's stderr tail for an error message, or ""."""
         ...
@@ -154,6 +160,7 @@ class Connection:
         self._stop = anyio.Event()
         self._task: asyncio.Task[None] | None = None
         self._scope: anyio.CancelScope | None = None
+        self._resources: ResourceStream | None = None
 
     @property
     def usable(self) -> bool:
@@ -171,6 +178,20 @@ class Connection:
         if self.session is None:
             raise MCPConnectionError(f"MCP server '{self.owner.name}' is not connected")
         return self.session
+
+    async def listen_resources(self, uris: Collection[str]) -> None:
+        """Hold a 2026-07-28 `subscriptions/listen` stream for exactly `uris` (none when
+        empty), in this connection's task group, so it ends with the connection. The new
+        stream replaces the old one once acknowledged; on failure the old one stays (see
+        `jianmu_bt.mcp.resource_stream`)."""
+        if self._resources is None or not self.usable:
+            raise MCPConnectionError(f"MCP server '{self.owner.name}' is not connected")
+        await self._resources.hold(self.require_client(), uris)
+
+    @property
+    def resource_uris(self) -> frozenset[str]:
+        """The URIs the resource-subscription stream carries now."""
+        return self._resources.uris if self._resources is not None else frozenset()
 
     def _mark_lost(self) -> None:
         self.lost = True
@@ -227,6 +248,12 @@ class Connection:
                 self.session = client.session
                 self.client = client
                 self.server_info = client.server_info
+                self._resources = ResourceStream(
+                    self.owner.name,
+                    functools.partial(tasks.start_soon, name=f"mcp-resources:{self.owner.name}"),
+                    lambda: self.usable,
+                    self.owner.resources_may_have_changed,
+                )
                 if listens_for_tool_changes(client):
                     tasks.start_soon(self._listen, client)
                 self._ready.set()

@@ -16,7 +16,16 @@ class MCPUnavailableError(ImportError):
 
 
 class MCPClientError(RuntimeError):
-    """A fault talking to an MCP server; the message names the server and what failed."""
+    """A fault talking to an MCP server; the message names the server and what failed.
+
+    `code` is the JSON-RPC error code when the server refused the request (-32601: method not
+    found, -32602: invalid params, ...), else None.
+    """
+
+    def __init__(self, message: str, *, code: int | None = None) -> None:
+        super().__init__(message)
+        #: The JSON-RPC error code of the server's refusal, or None.
+        self.code = code
 
 
 class MCPConnectionError(MCPClientError):
@@ -25,6 +34,11 @@ class MCPConnectionError(MCPClientError):
 
 class MCPTimeoutError(MCPClientError, TimeoutError):
     """The server did not answer within the configured timeout."""
+
+
+class MCPContentTooLargeError(MCPClientError):
+    """What a server sent is larger than this client takes (for example a prompt beyond its
+    character cap); the message names the server, what was too large and the limit."""
 
 
 class ToolNameClashError(ValueError):

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 # JSON-RPC error codes the SDK uses for its own failures (mcp_types constants).
 REQUEST_TIMEOUT = -32001
 CONNECTION_CLOSED = -32000
+#: JSON-RPC "method not found": the server does not implement the request.
+METHOD_NOT_FOUND = -32601
 
 
 @functools.cache
@@ -59,7 +61,8 @@ def request_fault(
                 f"process may have exited){stderr_note}"
             ), True
         return MCPClientError(
-            f"MCP server '{server}' rejected {what}: {exc.message} (JSON-RPC error {exc.code})"
+            f"MCP server '{server}' rejected {what}: {exc.message} (JSON-RPC error {exc.code})",
+            code=exc.code,
         ), False
     if isinstance(exc, TimeoutError):
         return MCPTimeoutError(
@@ -100,4 +103,4 @@ def connect_fault(exc: BaseException, where: str, stderr_note: str) -> MCPClient
     )
 
 
-__all__ = ["connect_fault", "first_problem", "request_fault", "sdk_error_types"]
+__all__ = ["METHOD_NOT_FOUND", "connect_fault", "first_problem", "request_fault", "sdk_error_types"]

@@ -16,7 +16,7 @@ import contextvars
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
@@ -26,11 +26,15 @@ from jianmu_bt.mcp.client import MCPClient
 from jianmu_bt.mcp.config import MCPServerConfig
 from jianmu_bt.mcp.errors import MCPClientError, ToolNameClashError
 from jianmu_bt.mcp.notices import Listener, Listeners
+from jianmu_bt.mcp.resource_tools import ListResourcesTool, ReadResourceTool
 from jianmu_bt.mcp.results import call_result_to_tool_result, wrapped_schema
 from jianmu_bt.tools.base import Tool, normalize_parameters
 from jianmu_bt.tools.call_context import report_progress
 from jianmu_bt.tools.calls import ToolResult
 from jianmu_bt.tools.providers import BaseToolProvider, ToolProvider
+
+if TYPE_CHECKING:
+    from jianmu_bt.runtime.context import RunContext
 
 logger = logging.getLogger(__name__)
 
@@ -125,6 +129,11 @@ class MCPToolProvider(BaseToolProvider):
     client's keyword options (`command`, `args`, `env`, `cwd`, `url`, `headers`, `timeout`,
     `connect_timeout`). `server_name` names the server in messages and clash errors; `prefix`
     renames each tool `prefix_name`; `include` keeps only the listed server tools.
+
+    `resources=True` adds two read-only tools for the server's resources (see
+    `jianmu_bt.mcp.resource_tools`): `<prefix>_list_resources` and `<prefix>_read_resource`
+    (without a prefix, the server's name stands for it); a server that offers no resources is
+    then an error at `initialize`.
     """
 
     def __init__(
@@ -134,6 +143,7 @@ class MCPToolProvider(BaseToolProvider):
         server_name: str | None = None,
         prefix: str | None = None,
         include: Sequence[str] | None = None,
+        resources: bool = False,
         **client_options: Any,
     ) -> None:
         if client is None:
@@ -147,12 +157,14 @@ class MCPToolProvider(BaseToolProvider):
         self.client = client
         self.prefix = prefix
         self.include = list(include) if include is not None else None
+        #: Whether the server's resources are offered as tools (list, read).
+        self.resources = resources
         #: Server tools left out, with the reason (for listings): name -> reason.
         self.skipped: dict[str, str] = {}
         #: How many times the tool list was (re)built; a refresh after a change adds one.
         self.version = 0
         self._server_name = server_name
-        self._tools: list[MCPTool] | None = None
+        self._tools: list[Tool] | None = None
         self._changes = Listeners("rebuilt-tools")
         self._refreshing = False
         self._stale = False
@@ -164,13 +176,31 @@ class MCPToolProvider(BaseToolProvider):
         """A provider for one `mcp:` entry of a YAML `tools` list (validated)."""
         cfg = MCPServerConfig.coerce(config)
         return cls(
-            MCPClient.from_config(cfg), server_name=cfg.name, prefix=cfg.prefix, include=cfg.include
+            MCPClient.from_config(cfg),
+            server_name=cfg.name,
+            prefix=cfg.prefix,
+            include=cfg.include,
+            resources=cfg.resources,
         )
 
     @property
     def server_name(self) -> str:
         """The server's name: the one given, else the client's (see `MCPClient.name`)."""
         return self._server_name or self.client.name
+
+    @property
+    def given_name(self) -> str | None:
+        """The name given explicitly (`server_name=`, else the client's configured `name`), or
+        None: what a tree's nodes may call the server by before it starts."""
+        return self._server_name or self.client.config.name or None
+
+    def attach_run(self, run: RunContext | None) -> None:
+        """Answer the server's sampling and elicitation requests for `run` (the run's
+        RunContext: its LLM, guard and events; None for no run), as the
+        config's `sampling` and `elicitation` say. Takes effect at the next `initialize`."""
+        from jianmu_bt.mcp.run_requests import request_callbacks
+
+        self.client.set_request_callbacks(request_callbacks(self.client, run))
 
     async def initialize(self) -> None:
         """Connect and list the server's tools (again, when called again)."""
@@ -196,17 +226,34 @@ class MCPToolProvider(BaseToolProvider):
             specs = [spec for spec in specs if spec.name in self.include]
         skipped = {spec.name: reason for spec in specs if (reason := unusable_reason(spec))}
         for name, reason in skipped.items():
+            if self.skipped.get(name) == reason:  # said at an earlier listing already
+                continue
             logger.warning(
                 "MCP server '%s': tool '%s' left out: %s", self.server_name, name, reason
             )
-        tools = [
+        tools: list[Tool] = [
             MCPTool(self.client, spec, name=local_tool_name(spec.name, self.prefix), provider=self)
             for spec in specs
             if spec.name not in skipped
         ]
+        if self.resources:
+            tools.extend(await self._resource_tools())
         check_unique_names([(self.label, t) for t in tools])
         self._tools, self.skipped = tools, skipped
         self.version += 1
+
+    async def _resource_tools(self) -> list[Tool]:
+        """The list and read tools of the server's resources (`resources: true`)."""
+        if not await self.client.offers("resources"):
+            raise MCPClientError(
+                f"MCP server '{self.server_name}' offers no resources (its capabilities declare "
+                "none), but `resources: true` asks for its resources as tools"
+            )
+        prefix = self.prefix or self.server_name
+        return [
+            ListResourcesTool(self.client, local_tool_name("list_resources", prefix)),
+            ReadResourceTool(self.client, local_tool_name("read_resource", prefix)),
+        ]
 
     def on_tools_changed(self, listener: Listener) -> Callable[[], None]:
         """Call `listener(provider)` (sync, or async and awaited) after the tools were rebuilt

@@ -15,8 +15,6 @@ error, so the calling model can read it and correct itself.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -25,13 +23,21 @@ from jianmu_bt.tools.base import DEFAULT_OUTPUT_SCHEMA, Tool
 from jianmu_bt.tools.calls import ERROR_PREFIX, ToolResult
 
 
+def base64_size(data: str) -> int | None:
+    """The number of bytes the base64 text `data` decodes to, counted without decoding it
+    (None when it is not well-formed base64: the padding or the length is off)."""
+    length = len(data) - sum(data.count(space) for space in " \t\r\n")  # MIME line breaks
+    padding = len(data.rstrip()) - len(data.rstrip().rstrip("="))
+    if length % 4 or padding > 2:
+        return None
+    return length // 4 * 3 - padding
+
+
 def _decoded_size(data: str | None) -> str:
     if not data:
         return "0 bytes"
-    try:
-        return f"{len(base64.b64decode(data, validate=False))} bytes"
-    except (binascii.Error, ValueError):
-        return f"{len(data)} base64 characters"
+    size = base64_size(data)
+    return f"{size} bytes" if size is not None else f"{len(data)} base64 characters"
 
 
 def describe_content_block(block: Any) -> str:

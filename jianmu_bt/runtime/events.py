@@ -13,6 +13,10 @@ used by the framework:
 | `tool.call.failed` | a tool call failed | `tool`, `call_id`, `error`, `duration` |
 | `tool.call.retry` | a failed call is retried | `tool`, `call_id`, `attempt`, `delay` |
 | `guard.decision` | the guard refused or held a call | `tool`, `call_id`, `decision`, `reason` |
+| `mcp.sampling` | a sampling request ended | `server`, `outcome`, `reason`, `model`, `*_tokens` |
+| `input.requested` | an MCP server asks the user | `question_id`, `server`, `message`, `schema` |
+| `input.answered` | a question closed | `question_id`, `server`, `action`, `reason`, `by` |
+| `input.refused` | a server asked past its `max_requests` | `server`, `reason` |
 
 `TraceWriter` writes a run's events as JSON Lines (a trace); `read_trace_file` / `read_trace` is
 the one reader of traces (what a trace records beyond the run's own events: `viz.trace_status`).

@@ -1,0 +1,83 @@
+"""Tree's questions for a person: what MCP servers asked the run (elicitation) and answering them.
+
+A mixin of `Tree` (kept apart so tree.py stays small). The questions live in the run's
+QuestionStore (`jianmu_bt.runtime.questions`); `input.requested` events announce them. A server's
+question is asked only while someone attends the tree's questions; otherwise it is declined at
+once, so an unattended run never waits on one:
+
+```python
+with tree.attend_questions(lambda q: tree.answer(q.id, "accept", {"name": "Ada"})):
+    tree.run()
+# or, answering from any thread while attending:
+with tree.attend_questions():
+    ...  # tree.pending_questions(), tree.answer(question.id, "decline")
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from jianmu_bt.runtime.questions import Question, questions_of
+
+if TYPE_CHECKING:
+    from jianmu_bt.loader.session import LoadedRunner
+
+
+class TreeQuestions:
+    """`pending_questions` and `answer`, like `pending_approvals` and `approve` for held calls,
+    and `attend_questions`, which says that someone answers them."""
+
+    runner: LoadedRunner
+
+    def pending_questions(self) -> list[Question]:
+        """The questions for a person that wait for an answer (oldest first), from any thread."""
+        return questions_of(self.runner.context).pending()
+
+    def question(self, question_id: str) -> Question:
+        """The question with this id, open or closed (UnknownQuestionError, a KeyError, when
+        there is none)."""
+        return questions_of(self.runner.context).get(question_id)
+
+    @contextmanager
+    def attend_questions(
+        self, on_question: Callable[[Question], None] | None = None
+    ) -> Iterator[None]:
+        """Attend the tree's questions for the duration of the block: servers' questions are
+        asked (and wait up to their `timeout` for `answer`) instead of being declined at once.
+        `on_question(question)`, when given, is called with each new question, in the run's
+        event loop: answer there, or hand it to another thread."""
+        store = questions_of(self.runner.context)
+        unsubscribe: Callable[[], None] | None = None
+        if on_question is not None:
+            handler = on_question
+
+            def announced(event: Any) -> None:
+                if event.type == "input.requested":
+                    handler(store.get(event.data["question_id"]))
+
+            unsubscribe = self.runner.events.subscribe(announced)
+        try:
+            with store.attend():
+                yield
+        finally:
+            if unsubscribe is not None:
+                unsubscribe()
+
+    def answer(
+        self,
+        question_id: str,
+        action: str,
+        content: Mapping[str, Any] | None = None,
+        *,
+        reason: str = "",
+        by: str = "api",
+    ) -> Question:
+        """Answer a question: `accept` with `content` (checked against the server's form),
+        `decline` or `cancel`; the server gets the answer at once. Raises
+        UnknownQuestionError (a KeyError) or AnswerError (a ValueError: closed question, bad
+        action, content that does not fit; the question then stays open)."""
+        store = questions_of(self.runner.context)
+        return store.answer(question_id, action, content, reason=reason, by=by)
