@@ -14,6 +14,7 @@ from jianmu_bt.loader.node_facts import NodeIO, NodeProblem
 from jianmu_bt.loader.positions import MISSING, Path, child_value
 from jianmu_bt.loader.records import NodeRecord
 from jianmu_bt.loader.registry import get_kind
+from jianmu_bt.loader.servers import duplicate_servers, find_server, unknown_server
 from jianmu_bt.loader.state_model import StateInfo
 from jianmu_bt.tools.references import did_you_mean
 
@@ -30,6 +31,7 @@ def _map_io(io: NodeIO, record: NodeRecord) -> NodeIO:
         copies=[(keys(a), keys(b), p) for a, b, p in io.copies],
         tools=io.tools,
         output_tool=io.output_tool,
+        servers=io.servers,
     )
 
 
@@ -57,7 +59,8 @@ def _value_at(record: NodeRecord, path: Path) -> object:
 def analyze(
     records: dict[str, NodeRecord], state: StateInfo, catalog: ToolCatalog
 ) -> list[Diagnostic]:
-    """Fill each record's `io` and report unknown keys, unknown tools, bad configs, repeated ids."""
+    """Fill each record's `io` and report unknown keys, unknown tools, bad configs, repeated ids
+    and MCP servers that a node names but the tree lacks, or that two entries name alike."""
     problems: list[Diagnostic] = []
     fields = state.fields
     deferred = bool(catalog.providers)
@@ -121,6 +124,12 @@ def analyze(
                 )
                 continue
             problems.append(record.diagnostic(reason, "unknown-tool", path))
+        for name, path in record.io.servers:
+            if find_server(catalog.providers, name) is None:
+                message = unknown_server(name, catalog.providers)
+                problems.append(record.diagnostic(message, "unknown-mcp-server", path))
+    units = {record.unit.key: record.unit for record in records.values()}
+    problems += duplicate_servers(units.values(), catalog.providers)
     return problems
 
 

@@ -7,7 +7,12 @@ kinds are there before any file is validated.
 
 from __future__ import annotations
 
-from jianmu_bt.loader import kinds_flow, kinds_work
+# The import order is the registration order, which messages and the JSON Schema list the
+# kinds in: control flow first, then the working kinds, the agent loop, the MCP resource step.
+# isort: off
+from jianmu_bt.loader import kinds_flow, kinds_work, kinds_agent, kinds_mcp
 
-BUILTIN_KIND_MODULES = (kinds_flow, kinds_work)
-"""The modules that register the built-in kinds: control flow first, then the working kinds."""
+# isort: on
+
+BUILTIN_KIND_MODULES = (kinds_flow, kinds_work, kinds_agent, kinds_mcp)
+"""The modules that register the built-in kinds, in registration order."""

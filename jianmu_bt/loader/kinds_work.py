@@ -1,4 +1,5 @@
-"""Node kinds that do work: tool steps, executor, LLM turn, agent loop, condition, set.
+"""Node kinds that do work: tool steps, executor, LLM turn, condition, set (the agent loop,
+built from the same parts, is `kinds_agent`).
 
 The node classes (and py_trees under them) are imported by the builders, when a tree is built:
 validating a file needs only the configs, their state keys and the expressions.
@@ -6,7 +7,6 @@ validating a file needs only the configs, their state keys and the expressions.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from jianmu_bt.loader.model import (
@@ -20,6 +20,8 @@ from jianmu_bt.loader.model import (
 from jianmu_bt.loader.node_facts import EITHER, NodeIO, NodeProblem, Outcome
 from jianmu_bt.loader.positions import Path
 from jianmu_bt.loader.registry import NodeKind, register_kind
+from jianmu_bt.loader.servers import prompt_io, prompt_source_for
+from jianmu_bt.loader.template_refs import template_refs
 from jianmu_bt.runtime.expressions import ExpressionError, SafeExpression
 from jianmu_bt.runtime.templates import REFERENCE
 from jianmu_bt.tools.retry import RetryPolicy
@@ -34,29 +36,12 @@ if TYPE_CHECKING:
 Children = list["Behaviour"]
 
 
-def template_refs(value: Any, path: Path) -> dict[str, Path]:
-    """Each state key referenced as `{key}` in `value` -> the path of the first string naming it."""
-    found: dict[str, Path] = {}
-    if isinstance(value, str):
-        for match in REFERENCE.finditer(value):
-            if match.group(1):
-                found.setdefault(match.group(1).split(".")[0], path)
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            for ref, where in template_refs(item, (*path, str(key))).items():
-                found.setdefault(ref, where)
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            for ref, where in template_refs(item, (*path, index)).items():
-                found.setdefault(ref, where)
-    return found
-
-
-def _subset_refs(names: list[str] | None) -> list[tuple[str, Path]]:
+def subset_refs(names: list[str] | None) -> list[tuple[str, Path]]:
+    """The tools a node's `tools:` list names, each with its path (for the analysis)."""
     return [(name, ("tools", i)) for i, name in enumerate(names or ())]
 
 
-def _text_output(io: NodeIO, output: str | None) -> None:
+def text_output(io: NodeIO, output: str | None) -> None:
     """An LLM's text answer written to `output` (type-checked as text against that field)."""
     if output:
         io.writes[output] = ("output",)
@@ -114,7 +99,7 @@ register_kind(
 
 
 def _executor_io(config: ExecutorConfig) -> NodeIO:
-    io = NodeIO(tools=_subset_refs(config.tools))
+    io = NodeIO(tools=subset_refs(config.tools))
     for key, where in ((config.actions_key, "actions_key"), (config.messages_key, "messages_key")):
         io.reads[key] = (where,)
         io.writes[key] = (where,)
@@ -123,7 +108,7 @@ def _executor_io(config: ExecutorConfig) -> NodeIO:
     return io
 
 
-def _executor_options(config: ExecutorConfig | AgentConfig, **more: Any) -> ExecutorOptions:
+def executor_options(config: ExecutorConfig | AgentConfig, **more: Any) -> ExecutorOptions:
     """How an executor (or an agent's) runs its calls, from the node's keys in the file."""
     from jianmu_bt.nodes.options import ExecutorOptions
 
@@ -142,7 +127,7 @@ def _executor(record: NodeRecord, children: Children, ctx: BuildContext) -> Beha
     node = ToolExecutor(
         ctx.tools(config.tools),
         name=record.name,
-        options=_executor_options(
+        options=executor_options(
             config,
             max_concurrency=config.max_concurrency,
             actions_key=record.keys(config.actions_key),
@@ -155,14 +140,14 @@ def _executor(record: NodeRecord, children: Children, ctx: BuildContext) -> Beha
 
 
 def _llm_io(config: LLMStepConfig) -> NodeIO:
-    io = NodeIO(tools=_subset_refs(config.tools))
+    io = NodeIO(tools=subset_refs(config.tools))
     io.reads.update(template_refs(config.system_prompt, ("system_prompt",)))
     io.reads[config.messages_key] = ("messages_key",)
     io.writes[config.messages_key] = ("messages_key",)
     io.writes[config.actions_key] = ("actions_key",)
     io.writes.setdefault("usage", ())
-    _text_output(io, config.output)
-    return io
+    text_output(io, config.output)
+    return prompt_io(config.prompt, io)
 
 
 def _llm(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
@@ -181,6 +166,7 @@ def _llm(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour
         options=config.options,
         stream=config.stream,
         timeout=config.timeout,
+        prompt=prompt_source_for(config.prompt, record, ctx),
     )
     ctx.bind(record, config.tools, lambda tools: setattr(node, "toolset", tools))
     return node
@@ -204,106 +190,6 @@ register_kind(
         _llm,
         io=_llm_io,
         default_name=lambda c: "LLM",
-    )
-)
-
-
-# --- agent ------------------------------------------------------------------------------------
-
-
-def _agent_io(config: AgentConfig) -> NodeIO:
-    _agent_services(config)  # checked with the analysis, so a validation (no build) sees them
-    io = NodeIO(tools=_subset_refs(config.tools))
-    io.reads.update(template_refs(config.system_prompt, ("system_prompt",)))
-    io.reads.update(template_refs(config.goal, ("goal",)))
-    io.reads[config.messages_key] = ("messages_key",)
-    for key in (config.messages_key, "actions", "usage", "tool_effects", "guard"):
-        io.writes.setdefault(key, ("messages_key",) if key == config.messages_key else ())
-    _text_output(io, config.output)
-    return io
-
-
-def _run_guard(node: Behaviour) -> Callable[[], Any]:
-    """The run's guard (`services["guard"]`: the file's or `load_tree(guard=)`) as `node`
-    sees it, looked up on each use (the run's services are known only once it starts)."""
-
-    def lookup() -> Any:
-        context = getattr(node, "context", None)
-        return context.services.get("guard") if context is not None else None
-
-    return lookup
-
-
-def _agent_services(config: AgentConfig) -> tuple[Any, Any]:
-    """The agent's own LLM provider and guard (None when it has none), from its config; a bad
-    config is a NodeProblem at its key. The LLM and guard layers load only for such agents."""
-    provider = guard = None
-    if config.llm is not None:
-        from jianmu_bt.llm import LLMConfigurationError, provider_from_config
-
-        try:
-            provider = provider_from_config(config.llm)
-        except LLMConfigurationError as exc:
-            raise NodeProblem(str(exc), ("llm",), code="llm-config") from None
-    if config.guard is not None:
-        from jianmu_bt.guard import GuardConfigError, GuardEnforcer
-
-        try:
-            guard = GuardEnforcer.from_config(config.guard)
-        except GuardConfigError as exc:
-            raise NodeProblem(str(exc), ("guard",), code="guard-config") from None
-    return provider, guard
-
-
-def _agent(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
-    from jianmu_bt.guard import LayeredGuard
-    from jianmu_bt.nodes.agent import react_agent
-    from jianmu_bt.nodes.llm_node import AgentLLMNode
-    from jianmu_bt.nodes.tool_executor import ToolExecutor
-
-    config = record.config_as(AgentConfig)
-    keys = record.keys
-    provider, guard = _agent_services(config)
-    if provider is not None:
-        ctx.owned_llms.append(provider)
-    if guard is not None:
-        ctx.guards.append(guard)
-    subtree = react_agent(
-        record.name,
-        tools=ctx.tools(config.tools),
-        provider=provider,
-        goal=keys.template(config.goal),
-        system_prompt=keys.template(config.system_prompt),
-        max_iterations=config.max_iterations,
-        output_key=keys(config.output) if config.output else None,
-        messages_key=keys(config.messages_key),
-        actions_key=keys("actions"),
-        options=config.options,
-        tool_options=_executor_options(config),
-        stream=config.stream,
-    )
-    parts = [n for n in subtree.iterate() if isinstance(n, (AgentLLMNode, ToolExecutor))]
-    if guard is not None:  # the agent's guard adds to the run's, never replaces it
-        for part in parts:
-            if isinstance(part, ToolExecutor):
-                part.guard = LayeredGuard(_run_guard(part), guard)
-
-    def rebind(tools: Any) -> None:
-        for part in parts:
-            part.toolset = tools
-
-    ctx.bind(record, config.tools, rebind)
-    return subtree
-
-
-register_kind(
-    NodeKind(
-        "agent",
-        AgentConfig,
-        "agent",
-        _agent,
-        io=_agent_io,
-        default_name=lambda c: "Agent",
     )
 )
 

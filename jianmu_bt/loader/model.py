@@ -24,6 +24,7 @@ from pydantic_core import PydanticCustomError
 
 from jianmu_bt.guard import GuardConfig
 from jianmu_bt.llm import LLMConfig, LLMOptions
+from jianmu_bt.loader.prompt_model import MCPPromptRef, prompt_field
 from jianmu_bt.mcp.config import MCPServerConfig
 
 if TYPE_CHECKING:
@@ -298,6 +299,7 @@ class LLMStepConfig(NodeConfig):
 
     tools: list[Text] | None = Field(None, description="Tools offered (default: all).")
     system_prompt: str | None = Field(None, description="System prompt; may hold {key}s.")
+    prompt: MCPPromptRef | None = prompt_field()
     output: StateKey | None = Field("final_answer", description="Where a final answer goes.")
     stream: bool = Field(False, description="Stream the reply (llm.delta events).")
     options: LLMOptions | None = Field(None, description="Per-call LLM options.")
@@ -312,6 +314,7 @@ class AgentConfig(NodeConfig):
     goal: str | None = Field(None, description="The task, added as a user message; {key}s.")
     tools: list[Text] | None = Field(None, description="Tools the agent may use (default: all).")
     system_prompt: str | None = Field(None, description="System prompt; may hold {key}s.")
+    prompt: MCPPromptRef | None = prompt_field()
     max_iterations: int = Field(10, ge=1, description="Most LLM turns.")
     output: StateKey | None = Field("final_answer", description="Where the answer goes.")
     execution_mode: ExecutionMode = Field("auto", description="How a batch of calls runs.")

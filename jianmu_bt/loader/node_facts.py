@@ -39,6 +39,8 @@ class NodeIO:
     copies: list[tuple[str, str, Path]] = field(default_factory=list)
     tools: list[tuple[str, Path]] = field(default_factory=list)
     output_tool: str | None = None
+    #: MCP servers the node uses directly (by the `name:` or `prefix:` of an `mcp:` entry).
+    servers: list[tuple[str, Path]] = field(default_factory=list)
 
 
 class NodeProblem(Exception):

@@ -21,7 +21,7 @@ import py_trees
 from py_trees.common import Status
 
 from jianmu_bt.llm import LLMOptions, LLMProvider
-from jianmu_bt.nodes.llm_node import AgentLLMNode
+from jianmu_bt.nodes.llm_node import AgentLLMNode, PromptSource
 from jianmu_bt.nodes.options import ExecutorOptions
 from jianmu_bt.nodes.tool_executor import ToolExecutor
 from jianmu_bt.runtime.async_node import ContextNode
@@ -112,6 +112,7 @@ def react_agent(
     tool_options: ExecutorOptions | None = None,
     stream: bool = False,
     guard: RunGuard | None = None,
+    prompt: PromptSource | None = None,
 ) -> py_trees.behaviour.Behaviour:
     """A ReAct agent subtree: the LLM picks tools, the executor runs them, until an answer.
 
@@ -119,7 +120,9 @@ def react_agent(
     subtree starts; the answer lands in `output_key`. `provider` defaults to the run's
     `services["llm"]`; `guard` (a GuardEnforcer) to the run's `services["guard"]`. `options` are
     the LLM's; `tool_options` the executor's (execution mode, retries, timeouts), whose
-    `messages_key` and `actions_key` are the agent's own.
+    `messages_key` and `actions_key` are the agent's own. `prompt` (e.g. an MCP server's
+    prompt, `jianmu_bt.mcp.prompt_source`) gives messages that start every turn's request,
+    after the system prompt.
     """
     toolset = tools if isinstance(tools, ToolSet) else ToolSet.from_tools(tools or [])
     llm = AgentLLMNode(
@@ -132,6 +135,7 @@ def react_agent(
         answer_key=output_key,
         options=options,
         stream=stream,
+        prompt=prompt,
     )
     executor_options = dataclasses.replace(
         tool_options or ExecutorOptions(), actions_key=actions_key, messages_key=messages_key

@@ -4,13 +4,16 @@ Each entry sends the system prompt, the state's `messages` and the ToolSet's sch
 LLM provider (`provider=` or `services["llm"]`), then writes in one state update: the assistant
 message appended to `messages`, its ToolCalls to `actions`, the reply text to `answer_key` when
 the reply asks for no tools, and the token usage added to `usage`. With `stream=True` text deltas
-are emitted as `llm.delta` events while the reply arrives.
+are emitted as `llm.delta` events while the reply arrives. A `prompt` source (an MCP server's
+prompt, from the YAML `prompt:` key) supplies messages that go after the system prompt, fetched
+again at each entry with the state of then. In a durable run a turn the journal already holds is
+replayed from it: neither the prompt nor the LLM is asked again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -20,8 +23,18 @@ from jianmu_bt.runtime.templates import render
 from jianmu_bt.store import JournalEntry, digest_arguments
 from jianmu_bt.tools import ToolSet
 
+if TYPE_CHECKING:
+    from jianmu_bt.runtime.journal import RunJournal
+
 Schemas = list[dict[str, Any]] | None
 """The tool schemas a request offers (None: no tools)."""
+
+Lookup = Callable[[str], Any]
+"""A state lookup: a key (or a dotted path into one) -> its value."""
+
+PromptSource = Callable[[Lookup], Awaitable[list[dict[str, Any]]]]
+"""`await source(lookup)`: the messages a request starts with (after the system prompt), made
+from the state at the time, e.g. an MCP server's prompt (`jianmu_bt.mcp.prompt_source`)."""
 
 
 class AgentLLMNode(AsyncNode):
@@ -41,9 +54,11 @@ class AgentLLMNode(AsyncNode):
         options: LLMOptions | Mapping[str, Any] | None = None,
         stream: bool = False,
         timeout: float | None = None,
+        prompt: PromptSource | None = None,
     ) -> None:
         super().__init__(name=name, timeout=timeout)
         self.provider = provider
+        self.prompt = prompt
         self.toolset = toolset if toolset is not None else ToolSet()
         self.system_prompt = system_prompt
         self.messages_key = messages_key
@@ -74,9 +89,10 @@ class AgentLLMNode(AsyncNode):
             )
         return provider
 
-    def build_messages(self) -> list[dict[str, Any]]:
-        """The request's messages: the system prompt (with `{key}` references) then the history."""
-        history = self.state.read_port(self.messages_key) or []
+    def build_messages(self, prompt: Sequence[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+        """The request's messages: the system prompt (with `{key}` references), the `prompt`
+        messages, then the history."""
+        history = [*prompt, *(self.state.read_port(self.messages_key) or [])]
         if self.system_prompt:
             text = str(render(self.system_prompt, self.state.get))
             system = self._system_message
@@ -90,9 +106,6 @@ class AgentLLMNode(AsyncNode):
     async def run_async(self) -> bool:
         self.last_response = None
         provider = self.resolve_provider()
-        messages = self.build_messages()
-        tools = self.toolset.schemas() if len(self.toolset) else None
-        self.emit("llm.request", messages=len(messages), tools=len(tools or ()))
         journal = self.context.journal if self.context else None
         key = journal.next_key(self.node_key) if journal is not None else ""
         record = journal.recorded(key) if journal is not None else None
@@ -101,26 +114,16 @@ class AgentLLMNode(AsyncNode):
         if record is not None and record.status == "failed":
             raise RecordedTurnError(str((record.result or {}).get("error") or "the turn failed"))
         if record is not None and record.status == "done":
-            # A turn the run already took: its reply comes from the journal (no second request).
+            # A turn the run already took: its reply comes from the journal. Neither the prompt
+            # nor the request is needed (no second request, no prompts/get of an MCP server).
             response = LLMResponse.model_validate(record.result)
+            messages = record.arguments.get("messages")  # the count the turn was taken with
+            self.emit("llm.request", messages=messages, tools=len(self.toolset), replayed=True)
             replayed = getattr(provider, "replayed", None)
             if callable(replayed):
                 replayed(response)
         else:
-            try:
-                response = await self._ask(provider, messages, tools)
-            except anyio.get_cancelled_exc_class():
-                if journal is not None:
-                    journal.cancelled(_turn_entry(key, self.node_key, len(messages), None))
-                raise
-            except Exception as exc:
-                if journal is not None:  # a replay fails this turn the same way
-                    error = f"{type(exc).__name__}: {exc}"
-                    failed = _turn_entry(key, self.node_key, len(messages), None, error)
-                    journal.write(failed, full=False)
-                raise
-        if journal is not None and record is None:
-            journal.write(_turn_entry(key, self.node_key, len(messages), response), full=False)
+            response = await self._new_turn(provider, journal, key)
         self.last_response = response
         if self.listened:  # the event's data costs a dump of the reply
             self.emit(
@@ -132,6 +135,31 @@ class AgentLLMNode(AsyncNode):
             )
         self.state.update(self._updates(response))
         return True
+
+    async def _new_turn(
+        self, provider: LLMProvider, journal: RunJournal | None, key: str
+    ) -> LLMResponse:
+        """Fetch the prompt, build the request, ask the LLM; journal the outcome (a failure,
+        the prompt's included, is recorded so that a replay fails this turn the same way)."""
+        messages: list[dict[str, Any]] = []
+        try:
+            messages = self.build_messages(await self.prompt(self.state.get) if self.prompt else ())
+            tools = self.toolset.schemas() if len(self.toolset) else None
+            self.emit("llm.request", messages=len(messages), tools=len(tools or ()))
+            response = await self._ask(provider, messages, tools)
+        except anyio.get_cancelled_exc_class():
+            if journal is not None:
+                journal.cancelled(_turn_entry(key, self.node_key, len(messages), None))
+            raise
+        except Exception as exc:
+            if journal is not None:
+                error = f"{type(exc).__name__}: {exc}"
+                failed = _turn_entry(key, self.node_key, len(messages), None, error)
+                journal.write(failed, full=False)
+            raise
+        if journal is not None:
+            journal.write(_turn_entry(key, self.node_key, len(messages), response), full=False)
+        return response
 
     async def _ask(
         self, provider: LLMProvider, messages: list[dict[str, Any]], tools: Schemas

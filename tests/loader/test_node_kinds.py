@@ -1,6 +1,8 @@
 """Every registered node kind is built from YAML and run at least once."""
 
+import sys
 import time
+from pathlib import Path
 
 import anyio
 import py_trees
@@ -295,6 +297,19 @@ root:
   subtree: {tree: finish, remap: {flag: done}}
 """)
     assert result.ok and result.state["done"] is True
+
+
+def test_mcp_resource_reads_a_resource_of_a_real_server():
+    server = Path(__file__).resolve().parents[1] / "mcp" / "mcp_resources_server.py"
+    result, _ = run(f"""
+state: {{index: {{type: string, default: "4"}}, item: string}}
+tools:
+  - mcp: {{command: {sys.executable}, args: [{server}], name: notes, timeout: 20}}
+root:
+  mcp_resource: {{server: notes, uri: "notes://item/{{index}}", output: item}}
+""")
+    assert result.ok, result.reason
+    assert result.state["item"] == "item 4"
 
 
 def test_every_registered_kind_was_run():
