@@ -95,3 +95,20 @@ def everything_command() -> str:
     if os.environ.get("JIANMU_REQUIRE_EVERYTHING") == "1":
         pytest.fail(f"{message}, but it is required (JIANMU_REQUIRE_EVERYTHING=1)")
     pytest.skip(message)
+
+
+def run_docs_demo(name: str, folder: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run the docs/mcp.md code block that starts with `# {name}` as a script in `folder`
+    (the docs' examples are run as written, with this checkout on the path)."""
+    text = (ROOT / "docs" / "mcp.md").read_text()
+    start = text.index(f"```python\n# {name}")
+    demo = folder / name
+    demo.write_text(text[start + len("```python\n") : text.index("```\n", start + 10)])
+    return subprocess.run(
+        [sys.executable, str(demo)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )

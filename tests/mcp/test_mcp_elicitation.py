@@ -21,7 +21,7 @@ from pathlib import Path
 import anyio
 import pytest
 from elicitation_support import ASKER, HANG_GUARD, Person, Recorder, tree_text, wait_for_question
-from mcp_test_support import PYTHON, ROOT, everything_command
+from mcp_test_support import PYTHON, ROOT, everything_command, run_docs_demo
 
 from jianmu_bt.cli.approvals import ApprovalDesk
 from jianmu_bt.cli.questions import NO_PERSON
@@ -244,17 +244,7 @@ root:
 
 
 def test_the_documented_elicitation_demo_runs(tmp_path: Path) -> None:
-    text = (ROOT / "docs" / "mcp.md").read_text()
-    start = text.index("```python\n# elicitation_demo.py")
-    demo = tmp_path / "elicitation_demo.py"
-    demo.write_text(text[start + len("```python\n") : text.index("```\n", start + 10)])
-    done = subprocess.run(
-        [sys.executable, str(demo)],
-        capture_output=True,
-        text=True,
-        timeout=HANG_GUARD,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
+    done = run_docs_demo("elicitation_demo.py", tmp_path, HANG_GUARD)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n") == ["greeter asks: Who are you?", "Hello, Ada!", ""]
 

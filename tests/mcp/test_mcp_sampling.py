@@ -20,7 +20,7 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp_test_support import HERE, PYTHON, ROOT, everything_command
+from mcp_test_support import HERE, PYTHON, everything_command, run_docs_demo
 
 from jianmu_bt.cli import main
 from jianmu_bt.llm import AnthropicProvider, LLMResponse, ScriptedProvider, Usage
@@ -435,18 +435,7 @@ def test_validate_names_what_sampling_takes(
 
 
 def test_the_documented_sampling_demo_runs(tmp_path: Path) -> None:
-    text = (ROOT / "docs" / "mcp.md").read_text()
-    start = text.index("```python\n# sampling_demo.py")
-    demo = tmp_path / "sampling_demo.py"
-    demo.write_text(text[start + len("```python\n") : text.index("```\n", start + 10)])
-    done = subprocess.run(
-        [sys.executable, str(demo)],
-        capture_output=True,
-        text=True,
-        timeout=HANG_GUARD,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        check=False,
-    )
+    done = run_docs_demo("sampling_demo.py", tmp_path, HANG_GUARD)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n") == [
         "answered",
