@@ -29,7 +29,7 @@ class Lean(LeanBehaviour, Plain):
 MADE_IN = ("*/py_trees/*", "*/jianmu_bt/runtime/*", "*/uuid.py", "*/ast.py", __file__)
 
 
-def bytes_per_item(make: Callable[[int], object], count: int = 500, rounds: int = 3) -> float:
+def bytes_per_item(make: Callable[[int], object], count: int = 200, rounds: int = 3) -> float:
     """Bytes a made item keeps, counted where such items are made (MADE_IN); the least of
     `rounds` measurements, since a thread another test left running may allocate in the same
     files meanwhile (it can only add to a measurement, never take away). Each round makes new
