@@ -42,7 +42,7 @@ def _detail(record: NodeRecord) -> str:
     if record.kind == "subtree":
         return record.subtree or ""
     fields = type(config).model_fields  # not getattr: pydantic's miss path is slow
-    for attribute in ("tool", "check", "class_", "goal"):
+    for attribute in ("tool", "check", "class_", "goal", "uri"):
         value = getattr(config, attribute) if attribute in fields else None
         if isinstance(value, str):
             return value

@@ -18,6 +18,7 @@ agree:
 | condition | `jianmu_bt.nodes.condition.Condition` | diamond | the expression |
 | set | `jianmu_bt.nodes.set_values.SetValues` | note | the keys it writes |
 | subtree | a YAML `subtree` node (its loader NodeInfo says so) | folder | the file or tree |
+| resource | a YAML `mcp_resource` node (its loader NodeInfo says so) | cylinder | the URI |
 | behaviour | anything else | ellipse | the Python class |
 
 Nodes built by the YAML loader carry a `jianmu` attribute (a NodeInfo: kind, detail, ...); it
@@ -53,6 +54,7 @@ SHAPES: dict[str, str] = {
     "condition": "diamond",
     "set": "note",
     "subtree": "folder",
+    "resource": "cylinder",
     "behaviour": "ellipse",
 }
 
@@ -139,8 +141,11 @@ def _look(node: py_trees.behaviour.Behaviour) -> NodeLook:
     if isinstance(node, composites.Sequence) and is_agent_root(node):
         return NodeLook("agent", SHAPES["agent"])
     info = getattr(node, "jianmu", None)
-    if getattr(info, "kind", None) == "subtree":
+    loaded_as = getattr(info, "kind", None)
+    if loaded_as == "subtree":
         return NodeLook("subtree", SHAPES["subtree"], str(getattr(info, "detail", "")))
+    if loaded_as == "mcp_resource":  # its class is in the MCP layer, above this one
+        return NodeLook("resource", SHAPES["resource"], str(getattr(info, "detail", "")))
     if isinstance(node, composites.Sequence):
         return NodeLook("sequence", SHAPES["sequence"], "" if node.memory else "no memory")
     if isinstance(node, composites.Selector):

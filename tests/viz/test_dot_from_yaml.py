@@ -131,3 +131,22 @@ def test_a_finished_run_colours_the_drawing(tree):
     assert STATUS_COLOURS[Status.SUCCESS] in fill["n0"]
     fails = next(line for line in fill.values() if 'label="Fails\\n' in line)
     assert STATUS_COLOURS[Status.FAILURE] in fails
+
+
+def test_an_mcp_resource_step_is_drawn_as_a_resource_with_its_uri():
+    # Drawing loads the tree but starts no server: the command need not exist here.
+    text = """
+state: {doc: string}
+tools:
+  - mcp: {command: some-mcp-server, name: docs}
+root:
+  sequence:
+    children:
+      - mcp_resource: {name: Read, server: docs, uri: "notes://today", output: doc}
+"""
+    with load_tree(text) as loaded:
+        looks = {node.name: describe_node(node) for node in walk(loaded.root)}
+        dot = loaded.to_dot()
+    assert looks["Read"].shape == SHAPES["resource"] == "cylinder"
+    assert looks["Read"].caption == "resource: notes://today"
+    assert "kind: resource" in dot  # and the legend names it
