@@ -203,9 +203,16 @@ class MCPToolProvider(BaseToolProvider):
         self.client.set_request_callbacks(request_callbacks(self.client, run))
 
     async def initialize(self) -> None:
-        """Connect and list the server's tools (again, when called again)."""
+        """Connect and list the server's tools (again, when called again). When the listing
+        fails (a missing `include`d tool, `resources: true` on a server without resources, a
+        fault), the connection is closed and its server ended before the error is raised."""
         await self.client.connect()
-        await self.refresh(strict=True)
+        try:
+            await self.refresh(strict=True)
+        except BaseException:
+            with anyio.CancelScope(shield=True):  # ended even when the start was cancelled
+                await self.client.close()
+            raise
 
     async def refresh(self, *, strict: bool = False) -> None:
         """List the server's tools again and rebuild them (tools already handed out keep

@@ -9,10 +9,17 @@ from collections.abc import AsyncIterator, Iterator
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp_test_support import PYTHON, SAMPLE_TOOLS, SERVER_ENV, HTTPServer, serve_args
+from mcp_test_support import (
+    PYTHON,
+    SAMPLE_TOOLS,
+    SERVER_ENV,
+    HTTPServer,
+    descendants,
+    serve_args,
+)
 
 from jianmu_bt import ToolSet
-from jianmu_bt.mcp import MCPConnectionError, MCPToolProvider
+from jianmu_bt.mcp import MCPClientError, MCPConnectionError, MCPToolProvider
 
 pytestmark = pytest.mark.anyio
 
@@ -173,6 +180,17 @@ async def test_close_ends_the_server_process() -> None:
     assert not alive(pid)
     result = await provider.get_tools()[0].call({"a": 1, "b": 2})
     assert "is closed; call connect() to reopen it" in result.error
+
+
+async def test_a_failed_first_listing_ends_the_server_it_started() -> None:
+    before = descendants()
+    provider = MCPToolProvider(
+        command=PYTHON, args=serve_args(), env=SERVER_ENV, include=["no_such_tool"]
+    )
+    with pytest.raises(MCPClientError, match="has no tool 'no_such_tool'"):
+        await provider.initialize()
+    assert descendants() - before == set()  # no server process left behind
+    assert not provider.client.connected
 
 
 # -- the command line ---------------------------------------------------------------------
