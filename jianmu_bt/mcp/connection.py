@@ -33,6 +33,9 @@ logger = logging.getLogger(__name__)
 CLOSE_TIMEOUT = 10.0
 #: Seconds before a tool-change listen stream that ended is opened again.
 RELISTEN_DELAY = 1.0
+#: Longest wait at connect for the tool-change listen stream's acknowledgement (and at most half
+#: of `connect_timeout`); a server slower than that is used at once and heard from later.
+LISTEN_ACK_WAIT = 5.0
 
 
 class EndWatchingStream:
@@ -255,7 +258,13 @@ class Connection:
                     self.owner.resources_may_have_changed,
                 )
                 if listens_for_tool_changes(client):
-                    tasks.start_soon(self._listen, client)
+                    # Ready only once the stream is acknowledged: a change the server made
+                    # before that (a first call that adds a tool) would never be heard.
+                    settled = anyio.Event()
+                    tasks.start_soon(self._listen, client, settled)
+                    wait = min(LISTEN_ACK_WAIT, self.owner.config.connect_timeout / 2)
+                    with anyio.move_on_after(wait):
+                        await settled.wait()
                 self._ready.set()
                 await self._stop.wait()
                 tasks.cancel_scope.cancel()
@@ -265,7 +274,7 @@ class Connection:
             self.lost = True
             self._ready.set()
 
-    async def _listen(self, client: Any) -> None:
+    async def _listen(self, client: Any, settled: anyio.Event) -> None:
         """Keep a `subscriptions/listen` stream for tool-list changes open (2026-07-28 servers
         send `notifications/tools/list_changed` only on one); the notifications it carries
         reach the client's message handler, so the events themselves are only drained.
@@ -273,15 +282,18 @@ class Connection:
         A stream the server never acknowledges (no support) is given up, with a log line. One
         that ends later (an idle HTTP stream timing out, the server closing it) is opened
         again after RELISTEN_DELAY, and the tools are listed again: changes are not replayed.
+        `settled` is set once the first stream is acknowledged or given up.
         """
         while True:
             acknowledged = False
             try:
                 async with client.listen(tools_list_changed=True) as subscription:
                     acknowledged = True
+                    settled.set()
                     async for _event in subscription:
                         pass
             except Exception as exc:
+                settled.set()
                 if not acknowledged:  # the tools just stay as listed; calls are unaffected
                     logger.info(
                         "MCP server '%s': no tool-change notifications (%s: %s)",
