@@ -257,6 +257,7 @@ def test_a_warm_ray_runner_reuses_its_actors_and_replaces_one_that_timed_out(loc
         first = [await where.call({"x": i}, runner=runner) for i in range(3)]
         runner.timeout = 2  # the actor is up: now bound the slow call
         slow = await sleepy.call({"seconds": 30}, runner=runner)
+        runner.timeout = 60  # the next call starts a new actor: not bound by the slow call's 2 s
         after = await where.call({"x": 9}, runner=runner)
         return first, slow, after
 
