@@ -95,7 +95,7 @@ class EnforcerGuard:
             return None
         probe = ToolCall(name=call.name, arguments=call.arguments, id=None)
         verdicts = self.enforcer.policy_verdicts(probe, tool, self._plan())
-        verdict = self.enforcer.decide(probe, tool, [_cannot_wait(v) for v in verdicts])
+        verdict = self.enforcer.decide(probe, tool, [cannot_wait(v) for v in verdicts])
         if verdict.allowed:
             self._running[id(call)] = (tool_key(call, tool), tuple(tool.effect_tags))
             return None
@@ -109,8 +109,9 @@ class EnforcerGuard:
         self.enforcer.record(call, tool, True if ok is None else ok)
 
 
-def _cannot_wait(verdict: GuardVerdict) -> GuardVerdict:
-    """A served call cannot wait for a reviewer, so a hold (PENDING) is decided as CONFIRM.
+def cannot_wait(verdict: GuardVerdict) -> GuardVerdict:
+    """A hold (PENDING) decided as CONFIRM, for a call that cannot wait for a reviewer (a served
+    call, a server's sampling request).
 
     Both need a person: the call is refused with the same note, and a grant still lifts either.
     (The enforcer refuses to hold a call without an id, and the probe of a served call has none.)
@@ -128,4 +129,4 @@ def refusal_reason(verdict: GuardVerdict) -> str:
     return f"{reason}. {verdict.hint}" if verdict.hint else reason
 
 
-__all__ = ["APPROVAL_NOTE", "EnforcerGuard", "ServedCallGuard", "refusal_reason"]
+__all__ = ["APPROVAL_NOTE", "EnforcerGuard", "ServedCallGuard", "cannot_wait", "refusal_reason"]

@@ -31,7 +31,6 @@ one at a time, so two of them cannot both take a budget's last use.
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -40,6 +39,7 @@ from jianmu_bt.guard.decision import Decision, GuardVerdict
 from jianmu_bt.guard.enforcer import GuardEnforcer
 from jianmu_bt.guard.layered import LayeredGuard
 from jianmu_bt.llm import LLMResponse
+from jianmu_bt.mcp.guarded import cannot_wait
 from jianmu_bt.mcp.sampling_messages import (
     SamplingRefused,
     request_to_call,
@@ -235,11 +235,7 @@ def verdict_without_hold(guard: RunGuard, call: ToolCall, tool: Tool) -> GuardVe
     else:
         return guard.check(probe, tool)
     verdicts = [v for layer in layers for v in layer.policy_verdicts(probe, tool)]
-    unheld = [
-        replace(v, decision=Decision.CONFIRM) if v.decision is Decision.PENDING else v
-        for v in verdicts
-    ]
-    return layers[0].decide(probe, tool, unheld)
+    return layers[0].decide(probe, tool, [cannot_wait(v) for v in verdicts])
 
 
 __all__ = [
