@@ -156,6 +156,24 @@ def children_of(pid: int) -> set[int]:
     return {p for p in found if b"resource_tracker" not in _cmdline(p)}
 
 
+def descendants_of(pid: int) -> set[int]:
+    """The live processes below `pid` (children, their children, ...), from /proc."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] != "Z":
+                parents[int(entry.name)] = int(fields[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
 def _cmdline(pid: int) -> bytes:
     """The command line of `pid` (empty when it is gone). multiprocessing's resource tracker
     lives as long as the process that started a pool: it is not a leftover of a batch."""

@@ -146,9 +146,11 @@ def broken(x: int) -> int:
 
 
 @tool
-def sleepy(seconds: float) -> str:
-    """Sleep, writing this process's pid to a file next to this module first."""
-    Path(tempfile.gettempdir(), "jianmu-sleepy.pid").write_text(str(os.getpid()))
+def sleepy(seconds: float, pid_file: str = "") -> str:
+    """Sleep, writing this process's pid to `pid_file` first (each test its own: a Ray task
+    retried after its worker was killed may still write it long after its test)."""
+    if pid_file:
+        Path(pid_file).write_text(str(os.getpid()))
     time.sleep(seconds)
     return "woke"
 
@@ -189,25 +191,26 @@ def test_ray_runner_runs_calls_as_ray_tasks_and_returns_tool_results(local_ray):
     assert ray.is_initialized()
 
 
-def test_ray_runner_timeout_and_cancellation_cancel_the_ray_task(local_ray):
-    pid_file = Path(tempfile.gettempdir(), "jianmu-sleepy.pid")
-    pid_file.unlink(missing_ok=True)
+def test_ray_runner_timeout_and_cancellation_cancel_the_ray_task(local_ray, tmp_path):
+    pid_file = tmp_path / "sleepy.pid"
     runner = RayRunner(timeout=2)
 
     async def timed_out() -> object:
-        return await sleepy.call({"seconds": 30}, runner=runner)
+        return await sleepy.call({"seconds": 30, "pid_file": str(pid_file)}, runner=runner)
 
     result = anyio.run(timed_out)
     assert not result.ok and "timeout limit exceeded" in result.error
     worker = int(pid_file.read_text())
     wait_for(lambda: not _alive(worker), timeout=30)  # ray.cancel(force=True) ended the worker
 
-    pid_file.unlink()
+    pid_file = tmp_path / "cancelled.pid"  # its own: nothing of the first call can write it
 
     async def cancelled() -> None:
         with anyio.move_on_after(20):
             async with anyio.create_task_group() as group:
-                call = functools.partial(sleepy.call, {"seconds": 30}, runner=RayRunner())
+                call = functools.partial(
+                    sleepy.call, {"seconds": 30, "pid_file": str(pid_file)}, runner=RayRunner()
+                )
                 group.start_soon(call)
                 await anyio.to_thread.run_sync(lambda: wait_for(pid_file.exists, 60))
                 group.cancel_scope.cancel()
@@ -248,15 +251,14 @@ root:
     assert caught.value.diagnostics[0].line == 7
 
 
-def test_a_warm_ray_runner_reuses_its_actors_and_replaces_one_that_timed_out(local_ray):
-    pid_file = Path(tempfile.gettempdir(), "jianmu-sleepy.pid")
-    pid_file.unlink(missing_ok=True)
+def test_a_warm_ray_runner_reuses_its_actors_and_replaces_one_that_timed_out(local_ray, tmp_path):
+    pid_file = tmp_path / "sleepy.pid"
     runner = RayRunner(warm=1, num_cpus=0.5, timeout=60)  # the first call starts the actor
 
     async def main() -> tuple[list, object, object]:
         first = [await where.call({"x": i}, runner=runner) for i in range(3)]
         runner.timeout = 2  # the actor is up: now bound the slow call
-        slow = await sleepy.call({"seconds": 30}, runner=runner)
+        slow = await sleepy.call({"seconds": 30, "pid_file": str(pid_file)}, runner=runner)
         runner.timeout = 60  # the next call starts a new actor: not bound by the slow call's 2 s
         after = await where.call({"x": 9}, runner=runner)
         return first, slow, after

@@ -25,7 +25,18 @@ def test_missing_chromium_skips_unless_required(tmp_path, required, outcome, cod
         "JIANMU_REQUIRE_BROWSER": required,
     }
     finished = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", BROWSER_TESTS],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-rs",
+            "-n",
+            "0",
+            "-p",
+            "no:cacheprovider",
+            BROWSER_TESTS,
+        ],
         cwd=REPO,
         env=env,
         capture_output=True,
