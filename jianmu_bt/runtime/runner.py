@@ -33,6 +33,7 @@ from jianmu_bt.runtime.results import RunResult as RunResult  # re-exported: its
 from jianmu_bt.runtime.services import RunGuard
 from jianmu_bt.runtime.state import StateManager
 from jianmu_bt.runtime.task_groups import DeferredStarts, create_task_group, start_soon
+from jianmu_bt.runtime.wakeup import Wakeup
 
 TERMINAL = (Status.SUCCESS, Status.FAILURE)
 # The longest wait between looks at a tree that nothing can wake (see `stall_interval`).
@@ -84,13 +85,14 @@ class TreeRunner:
         self._statuses = [node.status for node in self.nodes]
         self._timeouts = [n for n in self.nodes if isinstance(n, py_trees.decorators.Timeout)]
         self._changed = True
-        self._wake_event: anyio.Event | None = None
+        self._wakeup = Wakeup()
+        self._looping = False  # a run loop (arun) is ticking: wake() reaches it
         self._loop_handle: LoopHandle | None = None
         self._portal_cm: AbstractContextManager[BlockingPortal] | None = None
         self._portal: BlockingPortal | None = None
         self._host_done: anyio.Event | None = None
         self._error = ""
-        self._unsubscribe = state.subscribe(lambda _keys: self.wake())
+        self._unsubscribe = state.subscribe(self._state_changed)
         self._paused = False
         self._tick_lock = threading.Lock()
 
@@ -103,10 +105,13 @@ class TreeRunner:
 
     def wake(self) -> None:
         """Ask for a tick soon; safe to call from any thread."""
-        event, loop = self._wake_event, self._loop_handle
-        if event is None or event.is_set() or loop is None:
+        wakeup, loop = self._wakeup, self._loop_handle
+        if not self._looping or wakeup.is_set() or loop is None:
             return
-        loop.call_soon(event.set)  # never blocks the writing thread
+        loop.call_soon(wakeup.set)  # never blocks the writing thread
+
+    def _state_changed(self, _keys: frozenset[str]) -> None:
+        self.wake()
 
     # -- ticking ---------------------------------------------------------------------------
 
@@ -155,8 +160,9 @@ class TreeRunner:
     async def _loop(self) -> Status:
         pacer = TickPacer(self.max_ticks_per_second)
         stall = self.stall_interval
+        wake = self._wakeup
         while True:
-            self._wake_event = wake = anyio.Event()
+            wake.clear()
             delay = pacer.delay()
             if delay:
                 await anyio.sleep(delay)
@@ -183,11 +189,7 @@ class TreeRunner:
                 stall = min(stall * 2, MAX_STALL_INTERVAL)
             # Set already: the tick's own state writes; set while waiting: work finished.
             woke_itself = wake.is_set()
-            if wait is None:  # no deadline: no cancel scope to enter (a hot path)
-                await wake.wait()
-            else:
-                with anyio.move_on_after(wait):
-                    await wake.wait()
+            await wake.wait(wait)
             if not woke_itself and wake.is_set():
                 pacer.work_done()
 
@@ -214,12 +216,14 @@ class TreeRunner:
         # A run inside the loop that step-by-step ticks use must give that loop back afterwards.
         outer_loop, outer_attachment = self._loop_handle, self.context.attachment
         self._loop_handle = LoopHandle()
+        self._looping = True
         status = Status.FAILURE
         try:
             async with create_task_group() as task_group:
                 self.context.attach(task_group, self.wake)
-                lease = anyio.CancelScope()
+                lease = None
                 if journal is not None:  # not a node's work: it must not count as in flight
+                    lease = anyio.CancelScope()
                     start_soon(task_group, _within, lease, journal.keep_lease)
                 try:
                     if timeout is None:
@@ -235,10 +239,11 @@ class TreeRunner:
                     if journal is not None:
                         journal.closing = True
                     self.halt()  # cancels every task the nodes started
-                    lease.cancel()
+                    if lease is not None:
+                        lease.cancel()
         finally:
             self.context.attach(*outer_attachment)
-            self._wake_event = None
+            self._looping = False
             self._loop_handle = outer_loop
         result = RunResult(
             status=status,
@@ -279,7 +284,7 @@ class TreeRunner:
         flight ticks run in that loop, so a tick never races the work. `close()` stops the loop.
         """
         with self._tick_lock:  # ticks from several threads take turns, as in one loop
-            if self.context.in_flight or self._wake_event is not None:
+            if self.context.in_flight or self._looping:
                 return self.background_loop().call(self._tick_once)
             outer = self.context.attachment
             starts = DeferredStarts()
