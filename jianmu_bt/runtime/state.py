@@ -12,17 +12,17 @@ write the version goes up by one and subscribers hear which keys changed.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, Self
 
-import py_trees
 from py_trees.blackboard import Blackboard
 from pydantic import BaseModel, ValidationError
 
-from jianmu_bt.runtime.namespaces import claim_namespace, release_blackboard, release_namespace
+from jianmu_bt.runtime.namespaces import claim_namespace, register_keys, release_keys, write_values
 from jianmu_bt.runtime.reducers import APPEND, REPLACE, Reducer, ReducerSpec
 from jianmu_bt.runtime.state_schema import (
     AgentState,
@@ -107,21 +107,12 @@ class StateManager:
         self._version = 0
         self._closed = False
 
-        try:
-            client = py_trees.blackboard.Client(
-                name=f"state:{self._namespace}", namespace=self._namespace
-            )
-        except BaseException:
-            release_namespace(self._namespace)
-            raise
-        self._client = client
         self._finalizer = weakref.finalize(
-            self, release_blackboard, client, tuple(self._paths.values()), self._namespace
+            self, release_keys, tuple(self._paths.values()), self._namespace
         )
         self._finalizer.atexit = False  # nothing to free at interpreter exit
         try:
-            for name in plan.names:
-                client.register_key(key=name, access=py_trees.common.Access.WRITE)
+            register_keys(self._paths.values())
             self._store(values)
         except BaseException:
             self._finalizer()
@@ -258,20 +249,14 @@ class StateManager:
             if Blackboard.activity_stream is None:
                 Blackboard.storage[path] = new
             else:
-                self._client.set(path, new)
+                write_values({path: new})
             self._version += 1
         self._notify(self._changed[key])
 
     def _store(self, values: Mapping[str, Any]) -> None:
         """Put already validated values on the blackboard."""
         paths = self._paths
-        if Blackboard.activity_stream is None:
-            storage = Blackboard.storage
-            for key, value in values.items():
-                storage[paths[key]] = value
-        else:  # through the client, so py_trees' activity stream records the writes
-            for key, value in values.items():
-                self._client.set(paths[key], value)
+        write_values({paths[key]: value for key, value in values.items()})
 
     # ---------------------------------------------------------------------------- subscribers
     def subscribe(self, callback: StateSubscriber) -> Callable[[], None]:
@@ -285,15 +270,14 @@ class StateManager:
             raise TypeError(f"a state subscriber must be callable, got {type(callback).__name__}")
         with self._lock:
             self._subscribers = (*self._subscribers, callback)
+        return functools.partial(self._unsubscribe, callback)
 
-        def unsubscribe() -> None:
-            with self._lock:
-                subscribers = list(self._subscribers)
-                if callback in subscribers:
-                    subscribers.remove(callback)
-                    self._subscribers = tuple(subscribers)
-
-        return unsubscribe
+    def _unsubscribe(self, callback: StateSubscriber) -> None:
+        with self._lock:
+            subscribers = list(self._subscribers)
+            if callback in subscribers:
+                subscribers.remove(callback)
+                self._subscribers = tuple(subscribers)
 
     def _notify(self, changed: frozenset[str]) -> None:
         for callback in self._subscribers:

@@ -279,6 +279,23 @@ def test_writes_are_recorded_in_the_py_trees_activity_stream() -> None:
         Blackboard.disable_activity_stream()
 
 
+def test_displays_name_the_state_writer_and_native_clients_share_the_keys() -> None:
+    state = StateManager(Counter, initial={"count": 7})
+    path = state.blackboard_key("count")
+    text = py_trees.display.unicode_blackboard(key_filter={path}, display_only_key_metadata=True)
+    assert f"{path} : jianmu s... (w)" in text  # the writer, its name cut by py_trees
+    assert path in py_trees.display.unicode_blackboard(key_filter={path})
+    native = py_trees.blackboard.Client(name="native", namespace=state.namespace)
+    native.register_key("count", access=py_trees.common.Access.READ)
+    assert native.count == 7
+    state.close()
+    # the native reader keeps its registration; the run's value and writer are gone
+    assert Blackboard.metadata[path].read == {native.id()} and not Blackboard.metadata[path].write
+    assert path not in Blackboard.storage
+    native.unregister_key("count")
+    assert path not in Blackboard.metadata
+
+
 # ------------------------------------------------------------------------------ subscribers
 def test_subscribers_hear_the_changed_keys(state: StateManager) -> None:
     heard: list[frozenset[str]] = []
@@ -318,9 +335,11 @@ def test_unsubscribe_stops_the_calls(state: StateManager) -> None:
 
 
 # -------------------------------------------------------------------------------- lifecycle
-def test_close_frees_the_blackboard_keys_and_client() -> None:
+def test_close_frees_the_blackboard_keys_and_no_client_is_left() -> None:
+    StateManager(Counter).close()  # the one process-wide "jianmu state" writer exists from here
     clients_before = set(Blackboard.clients)
     state = StateManager(AgentState)
+    assert set(Blackboard.clients) == clients_before  # no py_trees Client per run
     namespace = state.namespace
     assert blackboard_keys_under(namespace)
     state.close()
@@ -342,6 +361,7 @@ def test_a_forgotten_manager_frees_its_keys_when_collected() -> None:
 
 
 def test_a_thousand_runs_leave_the_blackboard_as_they_found_it() -> None:
+    StateManager(Counter).close()
     sizes = (len(Blackboard.storage), len(Blackboard.metadata), len(Blackboard.clients))
     runs = [StateManager(AgentState, initial={"final_answer": str(i)}) for i in range(1000)]
     assert len({run.namespace for run in runs}) == 1000
