@@ -19,6 +19,7 @@ an expression may build.
 from __future__ import annotations
 
 import ast
+import functools
 import operator
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -108,19 +109,7 @@ class SafeExpression:
         if not text.strip():
             raise ExpressionError("the expression is empty")
         self.text = text
-        try:
-            tree = ast.parse(text.strip(), mode="eval")
-        except SyntaxError as exc:
-            # no offset: the text ended too early, so point at its end
-            offset = (exc.offset - 1) if exc.offset else len(text.strip())
-            offset += len(text) - len(text.lstrip())
-            detail = "" if exc.msg == "invalid syntax" else f" ({exc.msg})"
-            raise ExpressionError(f"invalid syntax{detail}", offset) from None
-        except (RecursionError, MemoryError, ValueError):
-            raise ExpressionError("the expression is nested too deeply or is not text") from None
-        compiler = _Compiler(shift=len(text) - len(text.lstrip()))
-        self._code = compiler.compile(tree.body)
-        self._names = tuple(sorted(compiler.names))  # a tuple: a fraction of a set's size
+        self._code, self._names = _checked(text)
 
     @property
     def names(self) -> frozenset[str]:
@@ -144,6 +133,26 @@ class SafeExpression:
 
     def __repr__(self) -> str:
         return f"SafeExpression({self.text!r})"
+
+
+@functools.lru_cache(maxsize=1024)
+def _checked(text: str) -> tuple[_Code, tuple[str, ...]]:
+    """`text` parsed, checked and compiled, and the names it reads; one copy per distinct text
+    (the code is made of tuples, so every expression of the same text shares it: a condition
+    in a tree built for each of many runs is parsed once)."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as exc:
+        # no offset: the text ended too early, so point at its end
+        offset = (exc.offset - 1) if exc.offset else len(text.strip())
+        offset += len(text) - len(text.lstrip())
+        detail = "" if exc.msg == "invalid syntax" else f" ({exc.msg})"
+        raise ExpressionError(f"invalid syntax{detail}", offset) from None
+    except (RecursionError, MemoryError, ValueError):
+        raise ExpressionError("the expression is nested too deeply or is not text") from None
+    compiler = _Compiler(shift=len(text) - len(text.lstrip()))
+    code = compiler.compile(tree.body)
+    return code, tuple(sorted(compiler.names))  # a tuple: a fraction of a set's size
 
 
 # A checked expression is kept as nested tuples, `(tag, ...)`, not as its AST: a few hundred
