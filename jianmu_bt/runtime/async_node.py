@@ -22,7 +22,7 @@ import py_trees
 from py_trees.common import Status
 
 from jianmu_bt.runtime.context import RunContext, TaskHandle
-from jianmu_bt.runtime.lean import LeanBehaviour
+from jianmu_bt.runtime.lean import LeanLeaf
 
 if TYPE_CHECKING:
     from jianmu_bt.runtime.state import StateManager
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-class ContextNode(LeanBehaviour, py_trees.behaviour.Behaviour):
+class ContextNode(LeanLeaf, py_trees.behaviour.Behaviour):
     """A behaviour that is bound to a RunContext (state, events, services) before it is ticked."""
 
     def __init__(self, name: str) -> None:

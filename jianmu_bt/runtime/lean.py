@@ -8,7 +8,11 @@ a tree of thousands of nodes, or thousands of small runs at once, they are a lar
 memory. A `LeanBehaviour` keeps no generator (`behaviour.iterator` still gives one over the
 node's tick), makes `qualified_name` when it is read, and keeps a 56-byte logger that logs
 exactly as py_trees' does (same levels and prefix), formatting the prefix only for a message
-that is shown. `lean(cls)` is a py_trees class (a composite, a decorator) made lean.
+that is shown; its `blackboards` list is made when first used (py_trees makes one for every
+node; most never attach a client). A `LeanLeaf` (our nodes' base) also shares one empty tuple as
+`children`, where py_trees gives every leaf a list of its own. Every one of these is an object the
+garbage collector walks at each full pass, per node of every run. `lean(cls)` is a py_trees
+class (a composite, a decorator) made lean.
 """
 
 from __future__ import annotations
@@ -78,11 +82,43 @@ class NodeLogger:
         return self._shown().prefix
 
 
+class _Blackboards:
+    """`Behaviour.blackboards`, the node's attached py_trees clients: the list is made when first
+    read (attaching a client reads it), not for every node (most attach none)."""
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        try:
+            return obj.__dict__["_blackboards"]
+        except KeyError:
+            made: list[Any] = []
+            obj.__dict__["_blackboards"] = made
+            return made
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        if value or "_blackboards" in obj.__dict__:  # py_trees' initial [] is not kept
+            obj.__dict__["_blackboards"] = value
+
+
+class _NoChildren:
+    """`Behaviour.children` of a leaf: one shared empty tuple (py_trees gives each node a list)."""
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        return self if obj is None else ()
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        if value:
+            raise TypeError(f"{type(obj).__name__} is a leaf behaviour: it has no children")
+
+
 class LeanBehaviour:
-    """A mixin, before the py_trees class in the bases: no stored `iterator`, a small `logger`."""
+    """A mixin, before the py_trees class in the bases: no stored `iterator`, a small `logger`,
+    the `blackboards` list made only when used."""
 
     iterator = _Iterator()
     qualified_name = _QualifiedName()
+    blackboards = _Blackboards()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -96,3 +132,9 @@ def lean(cls: B) -> B:
     namespace = {"__qualname__": cls.__qualname__, "__doc__": cls.__doc__}
     made: B = type(cls.__name__, (LeanBehaviour, cls), namespace)  # type: ignore[assignment]
     return made
+
+
+class LeanLeaf(LeanBehaviour):
+    """A LeanBehaviour that never has children: `children` is a shared empty tuple."""
+
+    children = _NoChildren()
