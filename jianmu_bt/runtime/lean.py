@@ -84,21 +84,21 @@ class NodeLogger:
 
 class _Blackboards:
     """`Behaviour.blackboards`, the node's attached py_trees clients: the list is made when first
-    read (attaching a client reads it), not for every node (most attach none)."""
+    read (attaching a client reads it), not for every node (most attach none). Kept as a plain
+    attribute: reading `__dict__` would make the instance's dict, the cost avoided here."""
 
     def __get__(self, obj: Any, owner: type | None = None) -> Any:
         if obj is None:
             return self
-        try:
-            return obj.__dict__["_blackboards"]
-        except KeyError:
-            made: list[Any] = []
-            obj.__dict__["_blackboards"] = made
-            return made
+        made: list[Any] | None = getattr(obj, "_blackboard_list", None)
+        if made is None:
+            made = []
+            obj._blackboard_list = made
+        return made
 
     def __set__(self, obj: Any, value: Any) -> None:
-        if value or "_blackboards" in obj.__dict__:  # py_trees' initial [] is not kept
-            obj.__dict__["_blackboards"] = value
+        if value or getattr(obj, "_blackboard_list", None) is not None:
+            obj._blackboard_list = value  # py_trees' initial [] is not kept
 
 
 class _NoChildren:

@@ -82,7 +82,7 @@ class _KeySet:
         if meta is None:
             return self
         made: set[uuid.UUID] = {meta.writer} if self._writer else set()
-        meta.__dict__[self._name] = made  # from now on the instance's own set is found
+        setattr(meta, self._name, made)  # from now on the instance's own set is found
         return made
 
 
