@@ -46,7 +46,8 @@ class LoopHandle:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:  # not asyncio
             self._loop = None
-        self._token = anyio.lowlevel.current_token()
+        # anyio's token is needed only off asyncio (one per run: not made when unused)
+        self._token = anyio.lowlevel.current_token() if self._loop is None else None
 
     def call_soon(self, callback: Callable[[], Any]) -> None:
         """Run `callback` in the loop: now when on its thread, soon otherwise."""
