@@ -120,3 +120,25 @@ def test_a_condition_without_renames_shares_an_empty_mapping() -> None:
     second = Condition("b", "y > 1")
     assert first.rename is second.rename and not first.rename
     assert Condition("c", "x > 1", rename={"x": "sub/x"}).reads == frozenset({"sub/x"})
+
+
+def test_a_leaf_shares_an_empty_children_tuple_and_refuses_children() -> None:
+    first, second = Condition("a", "True"), Condition("b", "False")
+    assert first.children == () and first.children is second.children
+    assert [node.name for node in first.iterate()] == ["a"]
+    with pytest.raises(TypeError, match="leaf behaviour"):
+        first.children = [second]
+
+
+def test_blackboards_are_made_on_first_use_and_clients_still_attach() -> None:
+    node = Condition("c", "True")
+    assert "_blackboard_list" not in vars(node)  # nothing kept until something reads it
+    client = node.attach_blackboard_client(name="native")
+    assert node.blackboards == [client]
+    composite = lean(py_trees.composites.Sequence)("s", memory=True)
+    assert composite.blackboards == [] and composite.children == []
+
+
+def test_conditions_of_the_same_text_share_their_checked_code() -> None:
+    first, second = SafeExpression("x > 1 and y"), SafeExpression("x > 1 and y")
+    assert first._code is second._code and first.names == frozenset({"x", "y"})
