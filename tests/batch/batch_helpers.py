@@ -140,24 +140,8 @@ def wait_for(check: Callable[[], Any], timeout: float = 60.0) -> Any:
     raise AssertionError("timed out waiting")
 
 
-def children_of(pid: int) -> set[int]:
-    """The live child processes of `pid` (from /proc)."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[1]) == pid and fields[0] != "Z":
-            found.add(int(entry.name))
-    return {p for p in found if b"resource_tracker" not in _cmdline(p)}
-
-
-def descendants_of(pid: int) -> set[int]:
-    """The live processes below `pid` (children, their children, ...), from /proc."""
+def _live_parents() -> dict[int, int]:
+    """Every live (non-zombie) process and its parent, from /proc."""
     parents: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -167,6 +151,18 @@ def descendants_of(pid: int) -> set[int]:
                 continue
             if fields[0] != "Z":
                 parents[int(entry.name)] = int(fields[1])
+    return parents
+
+
+def children_of(pid: int) -> set[int]:
+    """The live child processes of `pid` (from /proc)."""
+    found = {child for child, parent in _live_parents().items() if parent == pid}
+    return {p for p in found if b"resource_tracker" not in _cmdline(p)}
+
+
+def descendants_of(pid: int) -> set[int]:
+    """The live processes below `pid` (children, their children, ...), from /proc."""
+    parents = _live_parents()
     found, frontier = set(), {pid}
     while frontier:
         frontier = {child for child, parent in parents.items() if parent in frontier} - found
