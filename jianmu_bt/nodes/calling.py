@@ -11,10 +11,17 @@ from typing import Any
 
 import anyio
 
+from jianmu_bt.nodes.progress import progress_events
 from jianmu_bt.runtime.context import RunContext
 from jianmu_bt.runtime.events import EventBus
 from jianmu_bt.runtime.services import RunGuard
 from jianmu_bt.tools import Tool, ToolCall, ToolResult
+from jianmu_bt.tools.call_context import (
+    IDEMPOTENCY_PARAMETER,
+    enter_call,
+    leave_call,
+    wants_idempotency_key,
+)
 from jianmu_bt.tools.retry import NO_RETRY, RetryPolicy
 from jianmu_bt.tools.runners import ToolRunner
 
@@ -32,6 +39,7 @@ async def run_tool_call(
     guard: RunGuard | None = None,
     first: ToolResult | None = None,
     started: float | None = None,
+    idempotency_key: str | None = None,
 ) -> ToolResult:
     """Run one call with events and retries; always a ToolResult (cancellation still propagates).
 
@@ -45,19 +53,62 @@ async def run_tool_call(
     runs, the retry starts only once that thread has ended (`Tool.call` waits, within the
     retry's own timeout), and its `tool.call.retry` event says so with `overruns`, the number
     of such threads still running.
+
+    `idempotency_key`, when given, is the key of the call: the tool reads it with
+    `idempotency_key()` (and as its injected parameter when it declares one), and its progress
+    reports become `tool.progress` events of `node` while the call runs.
     """
     events = context.events if context is not None else None
     if runner is None and context is not None:
         runner = context.tool_runner
-    if first is None:
-        emit_started(events, node, tool, call)
-        started = time.monotonic()
-        result = await tool.call(call.arguments, injected=injected, runner=runner, timeout=timeout)
-        if guard is not None:
-            guard.record(call, tool, result.ok)
-    else:
-        result = first
-        started = time.monotonic() if started is None else started
+    token = None
+    if idempotency_key is not None:
+        if wants_idempotency_key(tool):
+            injected = {**(injected or {}), IDEMPOTENCY_PARAMETER: idempotency_key}
+        token = enter_call(idempotency_key, progress_events(events, node, tool.name, call.id))
+    try:
+        if first is None:
+            emit_started(events, node, tool, call)
+            started = time.monotonic()
+            result = await tool.call(
+                call.arguments, injected=injected, runner=runner, timeout=timeout
+            )
+            if guard is not None:
+                guard.record(call, tool, result.ok)
+        else:
+            result = first
+            started = time.monotonic() if started is None else started
+        attempts = 1
+        if not result.ok and retryable(result, retry):
+            result, attempts = await _retried(
+                events, node, tool, call, result, retry, started, timeout, injected, runner, guard
+            )
+        if tool.overruns:
+            # A timed-out attempt's thread still runs: the call has failed, but its slot (the next
+            # step of a serial path, a place in a parallel batch) stays taken until the thread ends.
+            _emit(events, "tool.call.overrun", node, tool, call, overruns=tool.overruns)
+            await tool.wait_for_overruns()
+        emit_finished(events, node, tool, call, result, started, attempts)
+        return result
+    finally:
+        if token is not None:
+            leave_call(token)
+
+
+async def _retried(
+    events: EventBus | None,
+    node: str,
+    tool: Tool,
+    call: ToolCall,
+    result: ToolResult,
+    retry: RetryPolicy,
+    started: float,
+    timeout: float | None,
+    injected: Mapping[str, Any] | None,
+    runner: ToolRunner | None,
+    guard: RunGuard | None,
+) -> tuple[ToolResult, int]:
+    """The retries of a failed call, as `retry` allows: the last result and the attempts made."""
     attempt = 0
     while not result.ok and retryable(result, retry):
         delay = retry.decide(attempt + 1, time.monotonic() - started).delay
@@ -80,13 +131,7 @@ async def run_tool_call(
         result = await tool.call(call.arguments, injected=injected, runner=runner, timeout=timeout)
         if guard is not None:
             guard.record(call, tool, result.ok)
-    if tool.overruns:
-        # A timed-out attempt's thread still runs: the call has failed, but its slot (the next
-        # step of a serial path, a place in a parallel batch) stays taken until the thread ends.
-        _emit(events, "tool.call.overrun", node, tool, call, overruns=tool.overruns)
-        await tool.wait_for_overruns()
-    emit_finished(events, node, tool, call, result, started, attempt + 1)
-    return result
+    return result, attempt + 1
 
 
 def id_of(call: ToolCall) -> str:

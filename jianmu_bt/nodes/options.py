@@ -53,6 +53,10 @@ class CallOptions:
             _check_seconds("call_timeout", self.call_timeout)
 
 
+DEFAULT_CALL_OPTIONS = CallOptions()
+"""The options of a node made without any (one shared instance: options are immutable)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ExecutorOptions(CallOptions):
     """A ToolExecutor's options: the call options plus how a batch runs and where it lives.

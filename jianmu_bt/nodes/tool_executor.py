@@ -33,17 +33,10 @@ from jianmu_bt.nodes.calling import id_of, run_tool_call
 from jianmu_bt.nodes.guarding import announce, verdicts_when_decided
 from jianmu_bt.nodes.journaled_batch import run_journaled_batch
 from jianmu_bt.nodes.options import ExecutorOptions
-from jianmu_bt.nodes.progress import progress_events
 from jianmu_bt.runtime.async_node import AsyncNode
 from jianmu_bt.runtime.services import RunGuard
 from jianmu_bt.runtime.task_groups import create_task_group, on_asyncio, start_soon
 from jianmu_bt.tools import Tool, ToolCall, ToolResult, ToolSet
-from jianmu_bt.tools.call_context import (
-    IDEMPOTENCY_PARAMETER,
-    enter_call,
-    leave_call,
-    wants_idempotency_key,
-)
 from jianmu_bt.tools.runners import ToolRunner
 
 T = TypeVar("T")
@@ -268,25 +261,17 @@ class ToolExecutor(AsyncNode):
             )
             self.emit("tool.call.failed", tool=call.name, call_id=call.id, error=result.error)
             return result
-        injected = (
-            {IDEMPOTENCY_PARAMETER: idempotency_key} if wants_idempotency_key(found) else None
+        return await run_tool_call(
+            self.context,
+            self.name,
+            found,
+            call,
+            retry=self.options.retry,
+            timeout=self.options.call_timeout,
+            runner=self._runner(),
+            guard=self.active_guard(),
+            idempotency_key=idempotency_key,
         )
-        events = self.context.events if self.context else None
-        token = enter_call(idempotency_key, progress_events(events, self.name, found.name, call.id))
-        try:
-            return await run_tool_call(
-                self.context,
-                self.name,
-                found,
-                call,
-                retry=self.options.retry,
-                timeout=self.options.call_timeout,
-                injected=injected,
-                runner=self._runner(),
-                guard=self.active_guard(),
-            )
-        finally:
-            leave_call(token)
 
     def _runner(self) -> ToolRunner | None:
         """Where calls run: this executor's runner, its toolset's, the run's `services["runner"]`

@@ -11,7 +11,7 @@ How the call is made (retries, a per-call timeout) is one `CallOptions` object.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -20,20 +20,13 @@ from jianmu_bt.guard import GuardVerdict
 from jianmu_bt.nodes import journaled
 from jianmu_bt.nodes.calling import run_tool_call
 from jianmu_bt.nodes.guarding import announce, verdicts_when_decided
-from jianmu_bt.nodes.options import CallOptions
-from jianmu_bt.nodes.progress import progress_events
+from jianmu_bt.nodes.options import DEFAULT_CALL_OPTIONS, CallOptions
 from jianmu_bt.runtime.async_node import AsyncNode
 from jianmu_bt.runtime.journal import RunJournal
 from jianmu_bt.runtime.services import RunGuard
 from jianmu_bt.runtime.templates import render
 from jianmu_bt.tools import Tool, ToolCall, ToolResult, new_call_id
 from jianmu_bt.tools.base import set_node_factory
-from jianmu_bt.tools.call_context import (
-    IDEMPOTENCY_PARAMETER,
-    enter_call,
-    leave_call,
-    wants_idempotency_key,
-)
 from jianmu_bt.tools.runners import ToolRunner
 
 
@@ -71,7 +64,7 @@ class ToolNode(AsyncNode):
         self.output_key = output_key
         self.arguments = arguments
         self.injected = dict(injected) if injected else None
-        self.options = options if options is not None else CallOptions()
+        self.options = options if options is not None else DEFAULT_CALL_OPTIONS
         self.runner = runner
         self.last_result: ToolResult | None = None
 
@@ -97,30 +90,22 @@ class ToolNode(AsyncNode):
                 return self._refused(call, refusal)
         return self._finish(await self._call(call, guard, call_id))
 
-    async def _call(
+    def _call(
         self, call: ToolCall, guard: RunGuard | None, idempotency_key: str
-    ) -> ToolResult:
-        injected = self.injected
-        if wants_idempotency_key(self.tool):
-            injected = {**(injected or {}), IDEMPOTENCY_PARAMETER: idempotency_key}
-        events = self.context.events if self.context else None
-        token = enter_call(
-            idempotency_key, progress_events(events, self.name, self.tool.name, call.id)
+    ) -> Awaitable[ToolResult]:
+        """The call with events, retries and its key (a plain function: no frame of its own)."""
+        return run_tool_call(
+            self.context,
+            self.name,
+            self.tool,
+            call,
+            retry=self.options.retry,
+            timeout=self.options.call_timeout,
+            injected=self.injected,
+            runner=self.runner,
+            guard=guard,
+            idempotency_key=idempotency_key,
         )
-        try:
-            return await run_tool_call(
-                self.context,
-                self.name,
-                self.tool,
-                call,
-                retry=self.options.retry,
-                timeout=self.options.call_timeout,
-                injected=injected,
-                runner=self.runner,
-                guard=guard,
-            )
-        finally:
-            leave_call(token)
 
     def _refused(self, call: ToolCall, refusal: ToolResult) -> bool:
         self.last_result = refusal

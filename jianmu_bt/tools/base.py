@@ -98,6 +98,7 @@ class Tool(Described, ABC):
     _run_is_async: bool = False
     _plain_execution: ClassVar[bool] = True
     _routes_execute: ClassVar[bool] = False
+    _plain_local: ClassVar[bool] = True
     #: This instance's abandoned calls still running in threads; made on the first one.
     _overruns: Overruns | None = None
     #: Where calls of a `blocking=None` tool run (made on its first call).
@@ -114,6 +115,7 @@ class Tool(Described, ABC):
         cls._plain_execution = all(
             _owner(cls, name) is Tool for name in ("call", "execute", "_dispatch")
         ) and _owner(cls, "execute_local") is _owner(cls, "_blocking_work")
+        cls._plain_local = _owner(cls, "execute_local") is Tool
 
     @classmethod
     def missing_requirement(cls) -> str | None:
@@ -249,6 +251,12 @@ class Tool(Described, ABC):
         try:
             if runner is not None:
                 return await runner.run(self, merged)
+            if self._run_is_async and self._plain_local:
+                # `execute_local`'s async case inline: one coroutine frame less per call
+                prepared = self._prepare_input(merged)
+                if isinstance(prepared, ToolResult):
+                    return prepared
+                return await self._bind(prepared)()
             return await self.execute_local(merged)
         except BaseException as exc:  # zero cost unless raised; re-raised as it is
             self.record_overrun(overrun_of(exc))
