@@ -83,7 +83,8 @@ class TreeRunner:
             if callable(bind):
                 bind(self.context)
         self._statuses = [node.status for node in self.nodes]
-        self._timeouts = [n for n in self.nodes if isinstance(n, py_trees.decorators.Timeout)]
+        # a tuple: the shared empty one when there are none (most trees)
+        self._timeouts = tuple(n for n in self.nodes if isinstance(n, py_trees.decorators.Timeout))
         self._changed = True
         self._wakeup = Wakeup()
         self._looping = False  # a run loop (arun) is ticking: wake() reaches it
@@ -188,9 +189,10 @@ class TreeRunner:
                 wait = stall if wait is None else min(wait, stall)
                 stall = min(stall * 2, MAX_STALL_INTERVAL)
             # Set already: the tick's own state writes; set while waiting: work finished.
-            woke_itself = wake.is_set()
+            if wake.is_set():
+                continue
             await wake.wait(wait)
-            if not woke_itself and wake.is_set():
+            if wake.is_set():
                 pacer.work_done()
 
     # -- running ---------------------------------------------------------------------------

@@ -1,16 +1,19 @@
 """Wakeup: the runner's "something changed" flag, awaited with an optional deadline.
 
 The runner waits for it between ticks, once per tick, so it is kept small: a flag, and while
-someone waits a bare asyncio future (about 100 bytes) instead of an `anyio.Event` (an anyio
-event wrapping an asyncio event and its waiter deque, about 1.5 KiB, made afresh for each
-wait). The deadline is a loop timer that resolves the same future, not a cancel scope. On event
-loops other than asyncio's an `anyio.Event` stands in for the future.
+someone waits a bare asyncio future (about 100 bytes), awaited directly (no coroutine of its
+own), instead of an `anyio.Event` (an anyio event wrapping an asyncio event and its waiter
+deque, about 1.5 KiB, made afresh for each wait). The deadline is a loop timer that resolves
+the same future, not a cancel scope. On event loops other than asyncio's an `anyio.Event`
+stands in for the future.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+from asyncio import events
+from collections.abc import Awaitable
 from typing import Any
 
 import anyio
@@ -19,11 +22,12 @@ import anyio
 class Wakeup:
     """A flag set from the event loop's thread and awaited by one task at a time."""
 
-    __slots__ = ("_is_set", "_waiter")
+    __slots__ = ("_is_set", "_timer", "_waiter")
 
     def __init__(self) -> None:
         self._is_set = False
         self._waiter: Any = None  # an asyncio future, or an anyio.Event off asyncio
+        self._timer: asyncio.TimerHandle | None = None
 
     def is_set(self) -> bool:
         """Whether `set()` was called since the last `clear()`."""
@@ -42,37 +46,42 @@ class Wakeup:
         if waiter is None:
             return
         if isinstance(waiter, asyncio.Future):
-            if not waiter.done():
-                waiter.set_result(None)
+            self._resolve()
         else:
             waiter.set()
 
-    async def wait(self, timeout: float | None = None) -> None:
-        """Return once the flag is set, or after `timeout` seconds (None: no deadline)."""
+    def wait(self, timeout: float | None = None) -> Awaitable[None]:
+        """What to await until the flag is set, or for `timeout` seconds (None: no deadline).
+
+        On asyncio it is the waiting future itself (not a coroutine: no frame of its own while
+        the runner waits); the timer that resolves it at the deadline is cancelled when the
+        flag resolves it first. A cancelled wait leaves nothing behind: the next `wait`
+        replaces the future, and a late timer finds it done.
+        """
+        loop = events._get_running_loop()
+        if self._is_set or loop is None:
+            return self._wait_other(timeout)
+        if self._timer is not None:  # left by a cancelled wait: it must not end this one
+            self._timer.cancel()
+        self._waiter = future = loop.create_future()
+        self._timer = None if timeout is None else loop.call_later(timeout, self._resolve)
+        return future
+
+    def _resolve(self) -> None:
+        future, self._waiter = self._waiter, None
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+        if future is not None and not future.done():
+            future.set_result(None)
+
+    async def _wait_other(self, timeout: float | None) -> None:
+        """`wait` when the flag is already set (returns at once) or off asyncio."""
         if self._is_set:
             return
+        self._waiter = event = anyio.Event()
         try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # not asyncio
-            loop = None
-        if loop is None:
-            self._waiter = event = anyio.Event()
-            try:
-                with anyio.move_on_after(math.inf if timeout is None else timeout):
-                    await event.wait()
-            finally:
-                self._waiter = None
-            return
-        self._waiter = future = loop.create_future()
-        timer = None if timeout is None else loop.call_later(timeout, _resolve, future)
-        try:
-            await future
+            with anyio.move_on_after(math.inf if timeout is None else timeout):
+                await event.wait()
         finally:
             self._waiter = None
-            if timer is not None:
-                timer.cancel()
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)

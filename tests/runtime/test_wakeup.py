@@ -33,6 +33,15 @@ async def test_a_cancelled_wait_leaves_no_waiter_and_a_later_set_is_kept() -> No
     wakeup = Wakeup()
     with anyio.move_on_after(0.01) as scope:
         await wakeup.wait()
-    assert scope.cancelled_caught and wakeup._waiter is None
+    assert scope.cancelled_caught
     wakeup.set()  # nobody waits: only the flag
     await wakeup.wait()
+
+
+async def test_the_timer_of_a_cancelled_wait_does_not_end_the_next_wait() -> None:
+    wakeup = Wakeup()
+    with anyio.move_on_after(0.01):
+        await wakeup.wait(0.05)
+    with anyio.move_on_after(0.3) as scope:
+        await wakeup.wait()  # no deadline: only a set ends it, not the first wait's timer
+    assert scope.cancelled_caught and not wakeup.is_set()
