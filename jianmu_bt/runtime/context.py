@@ -12,22 +12,23 @@ import contextlib
 import math
 import threading
 import uuid
+from asyncio import events
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
 from jianmu_bt.runtime.events import EventBus
-from jianmu_bt.runtime.task_groups import start_soon
+from jianmu_bt.runtime.task_groups import DeferredStarts, start_soon
 
 if TYPE_CHECKING:
     from jianmu_bt.llm import LLMProvider
     from jianmu_bt.runtime.journal import RunJournal
     from jianmu_bt.runtime.services import RunGuard
     from jianmu_bt.runtime.state import StateManager
-    from jianmu_bt.runtime.task_groups import TaskGroup
+    from jianmu_bt.runtime.task_groups import LoopTaskGroup, TaskGroup
     from jianmu_bt.tools.runners import ToolRunner
 
 
@@ -65,7 +66,7 @@ class LoopHandle:
 class TaskHandle:
     """The state of one spawned coroutine: running, finished with a result or error, cancelled."""
 
-    __slots__ = ("cancelled", "done", "error", "result", "scope")
+    __slots__ = ("cancelled", "done", "error", "result", "scope", "task")
 
     def __init__(self) -> None:
         # Made when the work starts, in the event loop (a tick may spawn from another thread).
@@ -74,6 +75,8 @@ class TaskHandle:
         self.cancelled = False
         self.result: Any = None
         self.error: BaseException | None = None
+        #: The asyncio task running the work (None in a task group, off asyncio).
+        self.task: asyncio.Task[None] | None = None
 
     def cancel(self) -> None:
         """Cancel the coroutine (a no-op when it has finished)."""
@@ -94,6 +97,10 @@ class RunContext:
     collaborators (a guard, an LLM provider, a default tool runner) looked up by name. `journal`
     is the RunJournal of a durable run (None otherwise): nodes record their calls in it.
     """
+
+    #: A BaseException (not an Exception) that ended spawned work: the runner raises it at
+    #: its next tick, ending the run as it would have ended the task group of the work.
+    escaped: BaseException | None = None
 
     def __init__(
         self,
@@ -146,20 +153,38 @@ class RunContext:
         self._wake()
 
     def spawn(self, work: Callable[[], Awaitable[Any]], timeout: float | None = None) -> TaskHandle:
-        """Run `work()` in the runner's task group; the handle records how it ended.
+        """Run `work()` as a task of the run; the handle records how it ended.
 
-        Exceptions are captured in the handle, never raised into the task group, so one failing
+        Exceptions are captured in the handle, never raised into a task group, so one failing
         node cannot tear down its siblings. A `timeout` ends the work with NodeTimeoutError.
+        On asyncio the work is a task of its own (no task group: `settle` waits for it), on
+        other event loops a task of the runner's group.
         """
-        if self._task_group is None:
+        group = self._task_group
+        if group is None:
             raise RuntimeError(
                 "this node runs async work and must be ticked by a TreeRunner "
                 "(TreeRunner.run/arun/tick), not by a bare py_trees tick"
             )
         handle = TaskHandle()
         self._handles.append(handle)
-        start_soon(self._task_group, self._run, handle, work, timeout)
+        if isinstance(group, DeferredStarts):
+            group.defer(self._start, handle, work, timeout)
+        else:
+            self._start(handle, work, timeout)
         return handle
+
+    def _start(
+        self, handle: TaskHandle, work: Callable[[], Awaitable[Any]], timeout: float | None
+    ) -> None:
+        group = self._task_group
+        if group is None:  # deferred, and the loop has ended meanwhile: the run was halted
+            return
+        loop = events._get_running_loop()
+        if loop is not None:
+            handle.task = loop.create_task(self._run(handle, work, timeout))
+        else:  # not asyncio: the runner's anyio task group
+            start_soon(cast("LoopTaskGroup", group), self._run, handle, work, timeout)
 
     async def _run(
         self, handle: TaskHandle, work: Callable[[], Awaitable[Any]], timeout: float | None
@@ -174,12 +199,30 @@ class RunContext:
                     handle.result = await work()
                 except Exception as exc:
                     handle.error = exc
+                except anyio.get_cancelled_exc_class():
+                    raise
+                except BaseException as exc:  # KeyboardInterrupt, SystemExit...: ends the run
+                    handle.error = self.escaped = exc
             if handle.scope.cancelled_caught and not handle.cancelled:
                 handle.error = NodeTimeoutError(f"timed out after {timeout}s")
         finally:
             handle.done = True
             self._handles.remove(handle)
             self._wake()
+
+    async def settle(self) -> None:
+        """Wait until every task `spawn` made on asyncio has ended (after `cancel_all`: until
+        each has cleaned up). A cancellation of the waiting task waits all the same, then
+        propagates: no task of the run outlives it. (A task group waits for the others.)"""
+        cancelled: BaseException | None = None
+        while pending := [h.task for h in self._handles if h.task and not h.task.done()]:
+            try:
+                with anyio.CancelScope(shield=True):  # a cancelled caller still waits here
+                    await asyncio.wait(pending)
+            except asyncio.CancelledError as exc:  # asyncio's own cancel is not shielded
+                cancelled = exc
+        if cancelled is not None:
+            raise cancelled
 
     @property
     def in_flight(self) -> int:

@@ -10,12 +10,13 @@ SUCCESS or FAILURE; halting cancels every in-flight task, and nothing keeps runn
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.from_thread
@@ -32,7 +33,14 @@ from jianmu_bt.runtime.progress import node_keys, tree_progress
 from jianmu_bt.runtime.results import RunResult as RunResult  # re-exported: its old home
 from jianmu_bt.runtime.services import RunGuard
 from jianmu_bt.runtime.state import StateManager
-from jianmu_bt.runtime.task_groups import DeferredStarts, create_task_group, start_soon
+from jianmu_bt.runtime.task_groups import (
+    LOOP_TASKS,
+    DeferredStarts,
+    LoopTaskGroup,
+    create_task_group,
+    on_asyncio,
+    start_soon,
+)
 from jianmu_bt.runtime.wakeup import Wakeup
 
 TERMINAL = (Status.SUCCESS, Status.FAILURE)
@@ -95,7 +103,6 @@ class TreeRunner:
         self._error = ""
         self._unsubscribe = state.subscribe(self._state_changed)
         self._paused = False
-        self._tick_lock = threading.Lock()
 
     @property
     def events(self) -> EventBus:
@@ -117,6 +124,10 @@ class TreeRunner:
     # -- ticking ---------------------------------------------------------------------------
 
     def _tick_once(self) -> Status:
+        escaped = self.context.escaped
+        if escaped is not None:  # not a node's outcome: it ends the run
+            self.context.escaped = None
+            raise escaped
         self.tick_count += 1
         try:
             self.root.tick_once()
@@ -221,12 +232,15 @@ class TreeRunner:
         self._looping = True
         status = Status.FAILURE
         try:
-            async with create_task_group() as task_group:
+            # A group only for the lease of a durable run, or for the work off asyncio.
+            needs_group = journal is not None or not on_asyncio()
+            async with create_task_group() if needs_group else _NO_GROUP as task_group:
                 self.context.attach(task_group, self.wake)
                 lease = None
                 if journal is not None:  # not a node's work: it must not count as in flight
                     lease = anyio.CancelScope()
-                    start_soon(task_group, _within, lease, journal.keep_lease)
+                    group = cast(LoopTaskGroup, task_group)  # made: needs_group
+                    start_soon(group, _within, lease, journal.keep_lease)
                 try:
                     if timeout is None:
                         status = await self._loop()
@@ -243,6 +257,7 @@ class TreeRunner:
                     self.halt()  # cancels every task the nodes started
                     if lease is not None:
                         lease.cancel()
+                    await self.context.settle()
         finally:
             self.context.attach(*outer_attachment)
             self._looping = False
@@ -285,7 +300,11 @@ class TreeRunner:
         background event loop, started on first need, once the tick is over. While work is in
         flight ticks run in that loop, so a tick never races the work. `close()` stops the loop.
         """
-        with self._tick_lock:  # ticks from several threads take turns, as in one loop
+        # made on the first step-by-step tick (setdefault: one lock even if two threads race)
+        lock = self.__dict__.get("_tick_lock") or self.__dict__.setdefault(
+            "_tick_lock", threading.Lock()
+        )
+        with lock:  # ticks from several threads take turns, as in one loop
             if self.context.in_flight or self._looping:
                 return self.background_loop().call(self._tick_once)
             outer = self.context.attachment
@@ -300,9 +319,9 @@ class TreeRunner:
 
     def _start_in_background(self, starts: DeferredStarts) -> None:
         self.background_loop()  # its host task group takes the work
-        context, loop = self.context, self._loop_handle
+        loop = self._loop_handle
         if loop is not None:  # set by the host before the loop is handed out
-            loop.call_soon(lambda: starts.start_in(context.attachment[0]))
+            loop.call_soon(starts.run)
 
     @property
     def has_background_loop(self) -> bool:
@@ -330,6 +349,7 @@ class TreeRunner:
             task_status.started()
             await self._host_done.wait()
             self.halt()  # cancels every task the nodes started
+            await self.context.settle()
         self.context.attach(None, self.wake)
 
     def halt(self) -> None:
@@ -386,6 +406,10 @@ class TreeRunner:
             if statuses.get(str(node.id)) == Status.FAILURE and node.feedback_message:
                 return f"{node.name}: {node.feedback_message}"
         return ""
+
+
+_NO_GROUP = contextlib.nullcontext(LOOP_TASKS)
+"""What a run that needs no task group enters instead (one for every run: it keeps nothing)."""
 
 
 async def _within(scope: anyio.CancelScope, work: Callable[[], Awaitable[None]]) -> None:

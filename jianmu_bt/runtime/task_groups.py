@@ -5,8 +5,12 @@ gives every task a handle, a cancel scope and an event): a run with one async no
 36 µs on an anyio group and its task, 8 µs on asyncio's. anyio cancel scopes still work inside
 asyncio's tasks, so the work in them is cancelled the same way.
 
+On asyncio the work nodes spawn needs no group at all (`RunContext.spawn` makes a task of its own
+and `RunContext.settle` waits for it): a run that needs a group for nothing else attaches
+`LOOP_TASKS` instead of making one (a group and its set of tasks: about 450 bytes a run).
+
 `DeferredStarts` stands in for a task group while a tick runs outside the event loop's thread
-(see `TreeRunner.tick`): it keeps the starts and hands them to the real group afterwards.
+(see `TreeRunner.tick`): it keeps the starts and makes them in the loop afterwards.
 """
 
 from __future__ import annotations
@@ -21,33 +25,42 @@ import anyio.abc
 
 
 class DeferredStarts:
-    """Task starts collected outside the event loop, to be made in it later in one go."""
+    """Starts collected outside the event loop, to be made in it later in one go."""
 
     __slots__ = ("_starts",)
 
     def __init__(self) -> None:
-        self._starts: list[tuple[Callable[..., Coroutine[Any, Any, Any]], tuple[Any, ...]]] = []
+        self._starts: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
 
     def __len__(self) -> int:
         return len(self._starts)
 
-    def start_soon(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
-        """Remember `fn(*args)`; `start_in` starts it."""
-        self._starts.append((fn, args))
+    def defer(self, start: Callable[..., None], *args: Any) -> None:
+        """Remember `start(*args)` (a plain function that starts a task); `run` calls it."""
+        self._starts.append((start, args))
 
-    def start_in(self, group: TaskGroup | None) -> None:
-        """Start every remembered task in `group` (from the group's event loop), in order.
-
-        With no group (the loop has been closed meanwhile) nothing starts: the work was halted.
-        """
+    def run(self) -> None:
+        """Make every remembered start, in order (in the event loop's thread)."""
         starts, self._starts = self._starts, []
-        if group is not None:
-            for fn, args in starts:
-                start_soon(group, fn, *args)
+        for start, args in starts:
+            start(*args)
+
+
+class LoopTasks:
+    """Attached in place of a task group on asyncio: spawned work becomes tasks of their own."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "LOOP_TASKS"
+
+
+LOOP_TASKS = LoopTasks()
+"""The one `LoopTasks`."""
 
 
 LoopTaskGroup = asyncio.TaskGroup | anyio.abc.TaskGroup
-TaskGroup = LoopTaskGroup | DeferredStarts
+TaskGroup = LoopTaskGroup | DeferredStarts | LoopTasks
 
 
 def on_asyncio() -> bool:
@@ -64,7 +77,9 @@ def create_task_group() -> AbstractAsyncContextManager[LoopTaskGroup]:
     return asyncio.TaskGroup() if on_asyncio() else anyio.create_task_group()
 
 
-def start_soon(group: TaskGroup, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
+def start_soon(
+    group: LoopTaskGroup, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any
+) -> None:
     """Start `fn(*args)` (a coroutine function) as a task of `group`."""
     if isinstance(group, asyncio.TaskGroup):
         group.create_task(fn(*args))
