@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import os
 import threading
-import uuid
 from asyncio import events
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
@@ -237,7 +237,7 @@ class RunContext:
 
 def new_run_id() -> str:
     """A fresh run id: `run_` and 12 hex digits."""
-    return f"run_{uuid.uuid4().hex[:12]}"
+    return f"run_{os.urandom(6).hex()}"
 
 
 def _noop() -> None:

@@ -15,6 +15,7 @@ small run's state took.
 
 from __future__ import annotations
 
+import os
 import threading
 import uuid
 from collections.abc import Iterable, Mapping
@@ -32,7 +33,7 @@ _writer: py_trees.blackboard.Client | None = None
 def claim_namespace(namespace: str | None) -> str:
     """A fresh run namespace, or the caller's one after checking no live run holds it."""
     if namespace is None:
-        name = f"{_NAMESPACE_ROOT}/run_{uuid.uuid4().hex[:16]}"
+        name = f"{_NAMESPACE_ROOT}/run_{os.urandom(8).hex()}"
     else:
         name = "/" + namespace.strip().strip("/")
         if name == "/" or "." in name or "//" in name:

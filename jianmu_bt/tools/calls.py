@@ -7,7 +7,7 @@ value, whatever its shape, becomes a `ToolResult` through `ToolResult.from_raw`.
 from __future__ import annotations
 
 import json
-import uuid
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -17,7 +17,7 @@ ERROR_PREFIX = "Error:"
 
 def new_call_id() -> str:
     """A fresh tool-call id in the `call_<hex>` form that OpenAI-compatible APIs use."""
-    return f"call_{uuid.uuid4().hex[:24]}"
+    return f"call_{os.urandom(12).hex()}"
 
 
 def _decode_arguments(raw: Any) -> Any:
