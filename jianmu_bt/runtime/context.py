@@ -207,6 +207,7 @@ class RunContext:
                 handle.error = NodeTimeoutError(f"timed out after {timeout}s")
         finally:
             handle.done = True
+            handle.task = None  # a finished task is not kept for as long as its node is
             self._handles.remove(handle)
             self._wake()
 
