@@ -89,11 +89,11 @@ def analyze(
             problems.append(_problem(record, exc))
             record.io = NodeIO()
             continue
-        record.io = _map_io(raw, record)
-        inverse = {record.keys(k): k for k in (*raw.reads, *raw.writes)}
-        for key, path in [*record.io.reads.items(), *record.io.writes.items()]:
+        io = record.io = _map_io(raw, record)
+        for key, path in [*io.reads.items(), *io.writes.items()]:
             if key in fields:
                 continue
+            inverse = {record.keys(k): k for k in (*raw.reads, *raw.writes)}
             inner = inverse.get(key, key)
             renamed = f" (renamed from '{inner}' by a subtree remap)" if inner != key else ""
             line, col = reference_position(record, path, inner)
@@ -108,7 +108,7 @@ def analyze(
                     "unknown-state-key",
                 )
             )
-        for name, path in record.io.tools:
+        for name, path in io.tools:
             if catalog.get(name) is not None:
                 continue
             reason = catalog.why_missing(name, record.unit.file)
@@ -124,7 +124,7 @@ def analyze(
                 )
                 continue
             problems.append(record.diagnostic(reason, "unknown-tool", path))
-        for name, path in record.io.servers:
+        for name, path in io.servers:
             if find_server(catalog.providers, name) is None:
                 message = unknown_server(name, catalog.providers)
                 problems.append(record.diagnostic(message, "unknown-mcp-server", path))

@@ -12,6 +12,7 @@ import functools
 
 import py_trees
 from py_trees.behaviour import Behaviour
+from pydantic import BaseModel
 
 from jianmu_bt.loader.context import BuildContext
 from jianmu_bt.loader.diagnostics import Diagnostic
@@ -37,23 +38,31 @@ def _parts() -> dict[type, tuple[str, str, str]]:
     }
 
 
+@functools.cache
+def _detail_fields(config_class: type[BaseModel]) -> tuple[tuple[str, ...], bool]:
+    """Which of the fields a detail is taken from a config class has (in order), and whether it
+    has `values`: worked out once a class, not once a node."""
+    fields = config_class.__pydantic_fields__  # `model_fields`, without its slow accessor
+    named = tuple(f for f in ("tool", "check", "class_", "goal", "uri") if f in fields)
+    return named, "values" in fields
+
+
 def _detail(record: NodeRecord) -> str:
     config = record.config
     if record.kind == "subtree":
         return record.subtree or ""
-    fields = type(config).model_fields  # not getattr: pydantic's miss path is slow
-    for attribute in ("tool", "check", "class_", "goal", "uri"):
-        value = getattr(config, attribute) if attribute in fields else None
+    named, has_values = _detail_fields(type(config))
+    values = vars(config)  # a pydantic model's field values (getattr's miss path is slow)
+    for attribute in named:
+        value = values.get(attribute)
         if isinstance(value, str):
             return value
-    values = vars(config).get("values") if "values" in fields else None
-    return ", ".join(values) if isinstance(values, dict) else ""
+    mapping = values.get("values") if has_values else None
+    return ", ".join(mapping) if isinstance(mapping, dict) else ""
 
 
-def _annotate(record: NodeRecord, behaviour: Behaviour) -> None:
-    kind = get_kind(record.kind)
-    category = kind.category if kind is not None else "behaviour"
-    line, col = record.unit.at((*record.path, record.kind), key=True)
+def _annotate(record: NodeRecord, behaviour: Behaviour, category: str) -> None:
+    line, col = record.unit.source.key((*record.path, record.kind))
     group = record.id if record.kind == "agent" else None
     info = NodeInfo(
         record.id,
@@ -117,6 +126,6 @@ def build_behaviours(
                 )
             )
             continue
-        _annotate(record, behaviour)
+        _annotate(record, behaviour, kind.category)
         built[record.id] = behaviour
     return built.get(root_id), problems

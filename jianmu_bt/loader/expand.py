@@ -109,19 +109,13 @@ class Expander:
             if child is not None:
                 record.children.append(child)
             return node_id
-        for index, (sub, child) in enumerate(_child_nodes(config)):
+        children = record.children
+        for index, (child_path, child) in enumerate(_child_nodes(config, (*path, kind))):
             child_id = self._node(
-                child,
-                unit,
-                record.config_path(*sub),
-                node_id,
-                f"{node_id}/{index}",
-                keys,
-                stack,
-                scope,
+                child, unit, child_path, node_id, f"{node_id}/{index}", keys, stack, scope
             )
             if child_id is not None:
-                record.children.append(child_id)
+                children.append(child_id)
         return node_id
 
     def _unique_id(self, node_id: str) -> str:
@@ -214,13 +208,14 @@ class Expander:
             stack.pop()
 
 
-def _child_nodes(config: NodeConfig) -> list[tuple[DataPath, Any]]:
-    """A node's children with their paths below its config: its `children` list, or its `child`
-    (any kind, built-in or registered, has children by having such a field)."""
-    fields = type(config).model_fields
+def _child_nodes(config: NodeConfig, at: DataPath) -> list[tuple[DataPath, Any]]:
+    """A node's children with their paths, given the path `at` of its config: its `children`
+    list, or its `child` (any kind, built-in or registered, has children by having such a
+    field)."""
+    fields = type(config).__pydantic_fields__  # `model_fields`, without its slow accessor
     values = vars(config)  # a pydantic model keeps its fields' values in its __dict__
     if "children" in fields:
-        return [(("children", index), child) for index, child in enumerate(values["children"])]
+        return [((*at, "children", i), child) for i, child in enumerate(values["children"])]
     if "child" in fields:
-        return [(("child",), values["child"])]
+        return [((*at, "child"), values["child"])]
     return []

@@ -132,11 +132,10 @@ def _decorator(name: str, convert: Callable[[str, Any], Any] | None = None) -> B
 
     def build(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
         config = record.config
-        own = {
-            key: getattr(config, key)
-            for key in type(config).model_fields
-            if key not in DecoratorConfig.model_fields
-        }
+        # a pydantic model's field values are its __dict__ (`model_fields` is a slow accessor)
+        common = DecoratorConfig.__pydantic_fields__
+        values = vars(config)
+        own = {key: values[key] for key in type(config).__pydantic_fields__ if key not in common}
         if convert is not None:
             own = {key: convert(key, value) for key, value in own.items()}
         built: Behaviour = _lean("decorators", name)(name=record.name, child=children[0], **own)

@@ -7,6 +7,8 @@ validating a file needs only the configs, their state keys and the expressions.
 
 from __future__ import annotations
 
+import functools
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from jianmu_bt.loader.model import (
@@ -231,12 +233,21 @@ def _condition_outcome(config: ConditionConfig, children: list[Outcome]) -> Outc
     return Outcome(can_succeed=value, can_fail=not value)
 
 
+@functools.cache
+def _node_class(module: str, name: str) -> Any:
+    """`jianmu_bt.nodes.<module>.<name>`, imported on first use (an import statement in a
+    builder costs more than the lookup of this cache, a node at a time)."""
+    return getattr(importlib.import_module(f"jianmu_bt.nodes.{module}"), name)
+
+
 def _condition(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
     config = record.config_as(ConditionConfig)
     expression = _expression(config)
-    from jianmu_bt.nodes.condition import Condition
-
-    return Condition(record.name, expression, rename={n: record.keys(n) for n in expression.names})
+    condition = _node_class("condition", "Condition")
+    built: Behaviour = condition(
+        record.name, expression, rename={n: record.keys(n) for n in expression.names}
+    )
+    return built
 
 
 def _short(text: str, limit: int = 40) -> str:
@@ -278,9 +289,11 @@ def _set_io(config: SetConfig) -> NodeIO:
 def _set(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
     config = record.config_as(SetConfig)
     keys = record.keys
-    from jianmu_bt.nodes.set_values import SetValues
-
-    return SetValues(record.name, {keys(k): keys.template(v) for k, v in config.values.items()})
+    set_values = _node_class("set_values", "SetValues")
+    built: Behaviour = set_values(
+        record.name, {keys(k): keys.template(v) for k, v in config.values.items()}
+    )
+    return built
 
 
 register_kind(

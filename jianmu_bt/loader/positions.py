@@ -31,7 +31,8 @@ Path = tuple[str | int, ...]
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _STR_TAG = "tag:yaml.org,2002:str"
-_PLAIN_TAGS = frozenset({"tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"})
+_MAP_TAG = "tag:yaml.org,2002:map"
+_PLAIN_TAGS = frozenset({"tag:yaml.org,2002:seq", _MAP_TAG})
 _NUMBER_TAGS = frozenset({"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"})
 SCAN_FIRST_CHARS = 1 << 20
 """Texts longer than this are scanned against the limits before they are composed."""
@@ -159,20 +160,6 @@ class _Builder:
         if over or self._values > limits.max_values:
             self.over(node)
 
-    def count_text(self, node: ScalarNode) -> str:
-        """`count` for a plain text scalar (the hot path, inlined by `_mapping`); its text."""
-        text: str = node.value
-        self._values += 1
-        self._chars += len(text)
-        limits = self.limits
-        if (
-            len(text) > limits.max_string
-            or self._chars > limits.max_chars
-            or self._values > limits.max_values
-        ):
-            self.over(node)
-        return text
-
     def over(self, node: Node) -> NoReturn:
         """Stop: the document went past a limit at `node`."""
         # parse_yaml then asks scan_limits where and which limit, for the message
@@ -235,13 +222,22 @@ class _Builder:
         seen: dict[Hashable, Node] = {}
         keys, values = self.map.keys, self.map.values
         depth = len(path) + 1
-        max_key = self.limits.max_key
+        limits = self.limits
+        max_key, max_string = limits.max_key, limits.max_string
+        max_chars, max_values = limits.max_chars, limits.max_values
+        max_depth, active = limits.max_depth, self._active
         merged = False  # a merged key's position gives way to this mapping's own
         for key_node, value_node in node.value:
             tag = key_node.tag
             if tag == _STR_TAG and type(key_node) is ScalarNode:  # the common case, fast
-                key: Any = self.count_text(key_node)
-                if len(key) <= max_key and key not in seen:
+                # `count` of a text key (and below of a text value), inlined: the hot path
+                key: Any = key_node.value
+                size = len(key)
+                self._values += 1
+                self._chars += size
+                if size > max_string or self._chars > max_chars or self._values > max_values:
+                    self.over(key_node)
+                if size <= max_key and key not in seen:
                     seen[key] = key_node
                     child = (*path, key)
                     keys[child] = key_node
@@ -249,7 +245,31 @@ class _Builder:
                         values.pop(child, None)
                     if type(value_node) is ScalarNode and value_node.tag == _STR_TAG:
                         values[child] = value_node  # a text value: `build` without the calls
-                        result[key] = self.count_text(value_node)
+                        text = value_node.value
+                        size = len(text)
+                        self._values += 1
+                        self._chars += size
+                        if (
+                            size > max_string
+                            or self._chars > max_chars
+                            or self._values > max_values
+                        ):
+                            self.over(value_node)
+                        result[key] = text
+                    elif (
+                        type(value_node) is MappingNode
+                        and value_node.tag == _MAP_TAG
+                        and id(value_node) not in active
+                    ):  # a plain mapping value: `build` without its calls
+                        self._values += 1
+                        if depth >= max_depth or self._values > max_values:
+                            self.over(value_node)
+                        values.setdefault(child, value_node)
+                        active.add(id(value_node))
+                        try:
+                            result[key] = self._mapping(value_node, child)
+                        finally:
+                            active.discard(id(value_node))
                     else:
                         result[key] = self.build(value_node, child)
                     continue

@@ -17,7 +17,6 @@ always there and cannot be declared again.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import re
 from dataclasses import dataclass
@@ -94,16 +93,32 @@ class StateInfo:
     def released(self) -> StateInfo:
         """The same facts without their declarations, which hold on to the files' parsed data
         (a loaded Tree keeps this, so what only the checks needed can be freed)."""
-        return StateInfo(
-            self.model,
-            {name: dataclasses.replace(f, declaration=None) for name, f in self.fields.items()},
-        )
+        fields = {  # (not `dataclasses.replace`: that is several times dearer a field)
+            name: FieldFacts(f.name, f.type, f.has_default, f.input, f.builtin)
+            for name, f in self.fields.items()
+        }
+        return StateInfo(self.model, fields)
 
 
 @functools.lru_cache(maxsize=64)
 def _adapter(annotation: Any) -> TypeAdapter[Any]:
     # One adapter per field type (a handful), not per declared field: building one is costly.
     return TypeAdapter(annotation)
+
+
+def _check_default(annotation: Any, default: Any, valid: set[tuple[Any, type, Any]]) -> None:
+    """Validate `default` against `annotation` (ValidationError if it does not fit), once per
+    distinct hashable value: many fields of a file share a default (0, "", false) and a type.
+    `valid` holds what this build checked already (its type too: 1, 1.0 and True are equal)."""
+    try:
+        key = (annotation, type(default), default)
+        hash(key)
+    except TypeError:  # a list or dict default: checked each time
+        _adapter(annotation).validate_python(default)
+        return
+    if key not in valid:
+        _adapter(annotation).validate_python(default)
+        valid.add(key)
 
 
 def _model_name(name: str) -> str:
@@ -132,6 +147,7 @@ def build_state(
         name: FieldFacts(name, kind, True, False, True) for name, kind in BUILTIN_FIELDS.items()
     }
     definitions: dict[str, Any] = {}
+    valid: set[tuple[Any, type, Any]] = set()  # defaults checked already (see _check_default)
     for decl in declarations:
         spec = decl.field
         if decl.name in BUILTIN_FIELDS:
@@ -191,7 +207,7 @@ def build_state(
         annotation: Any = base | None if nullable else base
         if spec.has_default and spec.default is not None:
             try:
-                _adapter(annotation).validate_python(spec.default)
+                _check_default(annotation, spec.default, valid)
             except ValidationError as exc:
                 detail = exc.errors(include_url=False)[0]["msg"]
                 problems.append(

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 from yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, Event, ScalarEvent
-from yaml.nodes import ScalarNode
+from yaml.nodes import MappingNode, ScalarNode
 
 from jianmu_bt.loader.diagnostics import Diagnostic
 
@@ -31,18 +31,35 @@ class _Loader(_BASE_LOADER):
     Resolving a plain scalar (is it a number, a bool, null, a date?) runs in Python for every key
     and value, even under libyaml. PyYAML keys its patterns by the text's first character; a
     text whose first character starts none of them, or a word that is none of `_WORDS` (most
-    keys, names and expressions of a tree file), is a string, and this answers so at once.
+    keys, names and expressions of a tree file), is a string, and this answers so at once. With
+    no path resolvers registered (the safe loader has none), a mapping or a sequence without a
+    tag is a map or a seq, and the composer's per-node resolver hooks are no-ops.
     """
 
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        patterns = self.yaml_implicit_resolvers
+        # What `resolve` answers without PyYAML's generic path (fixed for one document).
+        self._firsts = None if None in patterns else frozenset(patterns)
+        self._plain = not self.yaml_path_resolvers
+        if self._plain:
+            # The composer calls these two around every node, for path resolvers only: C
+            # no-ops instead of PyYAML's Python methods save two Python calls a node.
+            nothing: dict[Any, None] = {}
+            self.descend_resolver = nothing.get  # (parent, index) -> None
+            self.ascend_resolver = nothing.clear  # () -> None (clears an empty dict)
+
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
-        if kind is ScalarNode and implicit[0] and value:
-            patterns = self.yaml_implicit_resolvers
-            first = value[0]
-            if None not in patterns and (
-                first not in patterns
-                or (first.isalpha() and (len(value) > 5 or value.lower() not in _WORDS))
-            ):
-                return self.DEFAULT_SCALAR_TAG
+        if kind is ScalarNode:
+            firsts = self._firsts
+            if implicit[0] and value and firsts is not None:
+                first = value[0]
+                if first not in firsts or (
+                    first.isalpha() and (len(value) > 5 or value.lower() not in _WORDS)
+                ):
+                    return self.DEFAULT_SCALAR_TAG
+        elif self._plain:
+            return self.DEFAULT_MAPPING_TAG if kind is MappingNode else self.DEFAULT_SEQUENCE_TAG
         return super().resolve(kind, value, implicit)
 
 
