@@ -19,6 +19,7 @@ Run: python benchmarks/bench_memory.py [--quick]
 from __future__ import annotations
 
 import asyncio
+import gc
 import statistics
 import sys
 import time
@@ -116,8 +117,13 @@ async def ours_per_run(runs: int) -> int:
     return alive // runs
 
 
-async def ours_seconds(runs: int) -> float:
-    """Seconds from building the first of `runs` runs to the end of the last (no tracing)."""
+async def ours_seconds(runs: int, frozen: bool = False) -> float:
+    """Seconds from building the first of `runs` runs to the end of the last (no tracing).
+
+    `frozen` (a tuned variant, not the default path): the collector is paused while the runs
+    start (`gc.disable()`), and once every run waits their objects are frozen (`gc.freeze()`,
+    then `gc.enable()`), unfrozen after the last run has ended: no full pass walks the runs.
+    """
     gate = Gate(runs)
     wait = gate_tool(gate)
     results = []
@@ -126,12 +132,22 @@ async def ours_seconds(runs: int) -> float:
         results.append(await runner.arun())
 
     start = time.perf_counter()
-    async with asyncio.TaskGroup() as group:
-        for _ in range(runs):
-            group.create_task(run(TreeRunner(small_tree(wait), StateManager(SmallState))))
-        await gate.all_waiting.wait()
-        gate.open()
-    elapsed = time.perf_counter() - start
+    if frozen:
+        gc.disable()
+    try:
+        async with asyncio.TaskGroup() as group:
+            for _ in range(runs):
+                group.create_task(run(TreeRunner(small_tree(wait), StateManager(SmallState))))
+            await gate.all_waiting.wait()
+            if frozen:
+                gc.freeze()
+                gc.enable()
+            gate.open()
+        elapsed = time.perf_counter() - start
+    finally:
+        if frozen:
+            gc.enable()
+            gc.unfreeze()
     assert len(results) == runs and all(r.ok for r in results), results[:1]
     return elapsed
 
@@ -182,6 +198,24 @@ def plain_tree(index: int, flag: list[bool]) -> py_trees.trees.BehaviourTree:
     return py_trees.trees.BehaviourTree(root)
 
 
+def plain_seconds(runs: int) -> float:
+    """Seconds to build `runs` plain py_trees trees, tick each until all wait, then release
+    them and tick each to its end."""
+    flag = [False]
+    start = time.perf_counter()
+    trees = [plain_tree(i, flag) for i in range(runs)]
+    for tree in trees:
+        tree.tick()
+    flag[0] = True
+    for tree in trees:
+        tree.tick()
+    elapsed = time.perf_counter() - start
+    assert all(tree.root.status == Status.SUCCESS for tree in trees)
+    del trees
+    py_trees.blackboard.Blackboard.clear()
+    return elapsed
+
+
 def plain_per_run(runs: int) -> int:
     """Bytes per run while `runs` plain py_trees trees wait at once."""
     flag = [False]
@@ -203,7 +237,13 @@ def memory(settings: Settings) -> Section:
     """10,000 concurrent runs of a small tree: time, and bytes per run next to plain py_trees."""
     runs, traced = RUNS, settings.pick(RUNS, RUNS // 5)
     anyio.run(ours_per_run, 50)  # warm-up: imports, caches, the event loop's first tasks
-    seconds = [anyio.run(ours_seconds, runs) for _ in range(settings.pick(3, 1))]
+    seconds: list[float] = []
+    plain_time: list[float] = []
+    frozen: list[float] = []
+    for _ in range(settings.pick(3, 1)):  # interleaved: a busier moment slows all three
+        seconds.append(anyio.run(ours_seconds, runs))
+        plain_time.append(plain_seconds(runs))
+        frozen.append(anyio.run(ours_seconds, runs, True))
     ours: list[float] = []
     plain: list[float] = []
     for _ in range(settings.pick(2, 1)):
@@ -217,6 +257,22 @@ def memory(settings: Settings) -> Section:
                 seconds,
                 2.0,
                 headline="runs_time",
+            ),
+            within(
+                "  time vs plain py_trees trees, built and ticked to their end",
+                seconds,
+                plain_time,
+                "plain py_trees trees",
+                None,
+                "plain py_trees has no async work: no task per run or per call",
+            ),
+            within(
+                "  (tuned: collector paused, then frozen) time vs default",
+                frozen,
+                seconds,
+                "the default path (row above)",
+                None,
+                "gc.disable() as runs start, gc.freeze() once all wait: no full pass walks them",
             ),
             limit(
                 f"bytes per run, {traced:,} runs waiting at once",
