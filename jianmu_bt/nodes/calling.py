@@ -59,6 +59,8 @@ async def run_tool_call(
     reports become `tool.progress` events of `node` while the call runs.
     """
     events = context.events if context is not None else None
+    if events is not None and not events.active:
+        events = None  # nobody listens as the call starts: its events cost nothing
     if runner is None and context is not None:
         runner = context.tool_runner
     token = None
