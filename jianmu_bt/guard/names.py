@@ -7,18 +7,27 @@ Every policy, the approval store and the call digest compare names through these
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from jianmu_bt.tools.registry import BuiltinToolProvider
-
 if TYPE_CHECKING:
     from jianmu_bt.tools import Tool, ToolCall
+    from jianmu_bt.tools.registry import BuiltinToolProvider
 
 
 def canonical_tool_name(name: str) -> str:
     """A tool name compared the way the guard compares names: lower-cased, aliases applied."""
-    return BuiltinToolProvider.canonical_name(name)
+    return _registry().canonical_name(name)
+
+
+@functools.cache
+def _registry() -> type[BuiltinToolProvider]:
+    # Imported on first use: the registry brings the tool layer (asyncio, anyio), which a guard
+    # config read by `jianmu validate` does not need.
+    from jianmu_bt.tools.registry import BuiltinToolProvider
+
+    return BuiltinToolProvider
 
 
 def call_names(call: ToolCall, tool: Tool | None) -> set[str]:

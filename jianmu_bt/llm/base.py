@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from jianmu_bt.tools import Tool, ToolCall, ToolSet
+from jianmu_bt.tools.calls import ToolCall
+
+if TYPE_CHECKING:  # only named in annotations: the tool layer's calling code is not imported
+    from jianmu_bt.tools import Tool, ToolSet
 
 # What `tools=` accepts: a ToolSet, Tool instances, or schema dicts (ours or OpenAI's shape).
-ToolsInput: TypeAlias = ToolSet | Iterable[Tool | Mapping[str, Any]] | None
+ToolsInput: TypeAlias = "ToolSet | Iterable[Tool | Mapping[str, Any]] | None"
 
 
 class LLMOptions(BaseModel):
