@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         CalculatorTool as CalculatorTool,
     )
     from jianmu_bt.tools.builtin.edit_file import StrReplaceTool as StrReplaceTool
+    from jianmu_bt.tools.builtin.faults import ToolFault as ToolFault
     from jianmu_bt.tools.builtin.files import (
         FileInfoTool as FileInfoTool,
         ListDirTool as ListDirTool,
@@ -27,7 +28,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         WriteFileTool as WriteFileTool,
     )
     from jianmu_bt.tools.builtin.http import HTTPRequestTool as HTTPRequestTool
-    from jianmu_bt.tools.builtin.model_tool import ToolFault as ToolFault
     from jianmu_bt.tools.builtin.network_policy import NetworkPolicy as NetworkPolicy
     from jianmu_bt.tools.builtin.python_repl import PythonREPLTool as PythonREPLTool
     from jianmu_bt.tools.builtin.sandboxed import SandboxedTool as SandboxedTool

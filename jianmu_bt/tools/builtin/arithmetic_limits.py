@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 
-from jianmu_bt.tools.builtin.model_tool import ToolFault
+from jianmu_bt.tools.builtin.faults import ToolFault
 
 Number = int | float  # bool is an int
 

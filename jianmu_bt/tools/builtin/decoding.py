@@ -15,7 +15,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable
 
-from jianmu_bt.tools.builtin.model_tool import ToolFault
+from jianmu_bt.tools.builtin.faults import ToolFault
 
 #: zlib `wbits` for each supported coding; deflate's is chosen from the stream's first bytes.
 _WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}

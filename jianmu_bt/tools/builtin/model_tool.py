@@ -18,17 +18,11 @@ from typing import Any, ClassVar, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from jianmu_bt.tools.base import Tool
+from jianmu_bt.tools.builtin.faults import ToolFault as ToolFault  # its home before faults.py
 from jianmu_bt.tools.calls import ToolResult
 from jianmu_bt.tools.signature import format_validation_error
 
 RunFn = TypeVar("RunFn", bound=Callable[..., Any])
-
-
-class ToolFault(Exception):
-    """A refusal or fault that a built-in tool reports to its caller as an "Error: ..." result.
-
-    The message says what was wrong and why, in words an LLM can act on.
-    """
 
 
 class ToolArguments(BaseModel):

@@ -40,7 +40,7 @@ from jianmu_bt.tools.builtin.address_forms import (
     plain_category,
     reached_addresses,
 )
-from jianmu_bt.tools.builtin.model_tool import ToolFault
+from jianmu_bt.tools.builtin.faults import ToolFault
 
 __all__ = [
     "IPAddress",

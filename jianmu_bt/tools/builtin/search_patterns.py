@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from jianmu_bt.tools.builtin.model_tool import ToolFault
+from jianmu_bt.tools.builtin.faults import ToolFault
 
 #: Largest size of a grep pattern with its counted repeats multiplied out (about 40 MB compiled).
 MAX_REGEX_EXPANSION = 100_000
