@@ -21,7 +21,7 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from jianmu_bt.runtime.events import EventBus
-from jianmu_bt.runtime.task_groups import DeferredStarts, start_soon
+from jianmu_bt.runtime.task_groups import DeferredStarts, LoopTasks, start_soon
 
 if TYPE_CHECKING:
     from jianmu_bt.llm import LLMProvider
@@ -183,6 +183,11 @@ class RunContext:
         loop = events._get_running_loop()
         if loop is not None:
             handle.task = loop.create_task(self._run(handle, work, timeout))
+        elif isinstance(group, LoopTasks):
+            raise RuntimeError(
+                "work must be spawned from the run's event loop thread (a node's tick), "
+                "not from a worker thread"
+            )
         else:  # not asyncio: the runner's anyio task group
             start_soon(cast("LoopTaskGroup", group), self._run, handle, work, timeout)
 
@@ -199,11 +204,11 @@ class RunContext:
                     handle.result = await work()
                 except Exception as exc:
                     handle.error = exc
-                except anyio.get_cancelled_exc_class():
+                except (anyio.get_cancelled_exc_class(), GeneratorExit):
                     raise
                 except BaseException as exc:  # KeyboardInterrupt, SystemExit...: ends the run
                     handle.error = self.escaped = exc
-            if handle.scope.cancelled_caught and not handle.cancelled:
+            if handle.scope.cancelled_caught and not handle.cancelled and timeout is not None:
                 handle.error = NodeTimeoutError(f"timed out after {timeout}s")
         finally:
             handle.done = True
@@ -212,11 +217,19 @@ class RunContext:
             self._wake()
 
     async def settle(self) -> None:
-        """Wait until every task `spawn` made on asyncio has ended (after `cancel_all`: until
-        each has cleaned up). A cancellation of the waiting task waits all the same, then
-        propagates: no task of the run outlives it. (A task group waits for the others.)"""
+        """Wait until every task `spawn` made in this event loop has ended (after
+        `cancel_all`: until each has cleaned up). A cancellation of the waiting task waits all
+        the same, then propagates: no task of the run outlives it. (A task group waits for the
+        others; a task of another loop, as step-by-step ticks start, is that loop's to end.)"""
+        loop = events._get_running_loop()
+        if loop is None:  # not asyncio: the work ran in the runner's task group
+            return
         cancelled: BaseException | None = None
-        while pending := [h.task for h in self._handles if h.task and not h.task.done()]:
+        while pending := [
+            task
+            for task in (h.task for h in self._handles)
+            if task is not None and not task.done() and task.get_loop() is loop
+        ]:
             try:
                 with anyio.CancelScope(shield=True):  # a cancelled caller still waits here
                     await asyncio.wait(pending)

@@ -178,6 +178,8 @@ class TreeRunner:
             delay = pacer.delay()
             if delay:
                 await anyio.sleep(delay)
+            if self.context.escaped is not None:  # arun raises it, out of any task group
+                return Status.FAILURE
             status = self._tick_once()
             if status in TERMINAL:
                 return status
@@ -258,6 +260,10 @@ class TreeRunner:
                     if lease is not None:
                         lease.cancel()
                     await self.context.settle()
+            escaped = self.context.escaped
+            if escaped is not None:  # work's BaseException (also one raised in its cleanup)
+                self.context.escaped = None
+                raise escaped
         finally:
             self.context.attach(*outer_attachment)
             self._looping = False

@@ -96,6 +96,31 @@ async def test_a_base_exception_in_work_ends_the_run_with_it() -> None:
     assert runner.context.in_flight == 0 and not work_tasks()
 
 
+class RaisesInCleanup(AsyncNode):
+    """Waits; the first time it is cancelled, its cleanup raises a BaseException."""
+
+    raised = False
+
+    async def run_async(self) -> bool:
+        try:
+            await anyio.sleep(60)
+        except anyio.get_cancelled_exc_class():
+            if not RaisesInCleanup.raised:
+                RaisesInCleanup.raised = True
+                raise Stop("from cleanup") from None
+            raise
+        return True
+
+
+async def test_a_base_exception_in_cleanup_after_the_last_tick_ends_that_run() -> None:
+    runner = TreeRunner(RaisesInCleanup("cleanup"), StateManager(AgentState))
+    with pytest.raises(Stop, match="from cleanup"):
+        await runner.arun(timeout=0.05)  # the halt cancels the work; its cleanup raises
+    assert runner.context.escaped is None and not work_tasks()
+    result = await runner.arun(timeout=0.05)  # the next run is its own
+    assert not result.ok and "timed out" in result.reason
+
+
 def test_a_base_exception_in_work_ticked_step_by_step_ends_the_next_tick() -> None:
     with TreeRunner(Interrupt("interrupt"), StateManager(AgentState)) as runner:
         runner.tick()
