@@ -98,8 +98,9 @@ class RunContext:
     is the RunJournal of a durable run (None otherwise): nodes record their calls in it.
     """
 
-    #: A BaseException (not an Exception) that ended spawned work: the runner raises it at
-    #: its next tick, ending the run as it would have ended the task group of the work.
+    #: A BaseException (not an Exception) that ended spawned work: it ends the run, as it
+    #: would have ended a task group of the work. `arun` raises it once the work has ended,
+    #: `tick()` at the next tick.
     escaped: BaseException | None = None
 
     def __init__(

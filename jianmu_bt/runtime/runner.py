@@ -123,11 +123,14 @@ class TreeRunner:
 
     # -- ticking ---------------------------------------------------------------------------
 
-    def _tick_once(self) -> Status:
+    def _raise_escaped(self) -> None:
+        # A BaseException from work is not a node's outcome: it ends the run (see RunContext).
         escaped = self.context.escaped
-        if escaped is not None:  # not a node's outcome: it ends the run
+        if escaped is not None:
             self.context.escaped = None
             raise escaped
+
+    def _tick_once(self) -> Status:
         self.tick_count += 1
         try:
             self.root.tick_once()
@@ -260,10 +263,7 @@ class TreeRunner:
                     if lease is not None:
                         lease.cancel()
                     await self.context.settle()
-            escaped = self.context.escaped
-            if escaped is not None:  # work's BaseException (also one raised in its cleanup)
-                self.context.escaped = None
-                raise escaped
+            self._raise_escaped()  # also one raised by work cleaning up after the last tick
         finally:
             self.context.attach(*outer_attachment)
             self._looping = False
@@ -311,6 +311,7 @@ class TreeRunner:
             "_tick_lock", threading.Lock()
         )
         with lock:  # ticks from several threads take turns, as in one loop
+            self._raise_escaped()
             if self.context.in_flight or self._looping:
                 return self.background_loop().call(self._tick_once)
             outer = self.context.attachment
