@@ -241,8 +241,14 @@ def memory(settings: Settings) -> Section:
     plain_time: list[float] = []
     frozen: list[float] = []
     for _ in range(settings.pick(3, 1)):  # interleaved: a busier moment slows all three
+        # Each round starts from a collected heap, as the first does: the previous round's
+        # 10,000 finished trees are cyclic garbage (py_trees' parent links) that the next
+        # round's full passes would otherwise walk and free on its clock.
+        gc.collect()
         seconds.append(anyio.run(ours_seconds, runs))
+        gc.collect()
         plain_time.append(plain_seconds(runs))
+        gc.collect()
         frozen.append(anyio.run(ours_seconds, runs, True))
     ours: list[float] = []
     plain: list[float] = []
