@@ -46,7 +46,8 @@ class _LimitExceeded(Exception):
     """Stops building a document that went past a limit (its diagnostic is already recorded)."""
 
 
-_NOTHING: Any = object()
+MISSING: Any = object()
+"""What `child_value` returns for a path that is not in the data."""
 
 
 def child_value(value: Any, part: str | int) -> Any:
@@ -55,11 +56,7 @@ def child_value(value: Any, part: str | int) -> Any:
         return value[part]
     if isinstance(value, list) and isinstance(part, int) and 0 <= part < len(value):
         return value[part]
-    return _NOTHING
-
-
-MISSING = _NOTHING
-"""What `child_value` returns for a path that is not in the data."""
+    return MISSING
 
 
 class Position(NamedTuple):
@@ -139,6 +136,7 @@ class _Builder:
         self.limits = limits
         self.problems: list[Diagnostic] = []
         self.constructor = yaml.constructor.SafeConstructor()
+        self._made: dict[tuple[str, str], Any] = {}  # (tag, text) -> value
         self._active: set[int] = set()
         self._values = 0
         self._chars = 0
@@ -206,8 +204,11 @@ class _Builder:
                 LIMIT_CODE,
             )
             return None
+        made = (node.tag, node.value)  # immutable values (numbers, bools, dates): made once each
         try:
-            return self.constructor.construct_object(node, deep=True)
+            if made not in self._made:
+                self._made[made] = self.constructor.construct_object(node, deep=True)
+            return self._made[made]
         except yaml.YAMLError as exc:
             problem = getattr(exc, "problem", None) or str(exc)
             self.problem(node, f"YAML: {problem}", "yaml-syntax")
@@ -320,13 +321,11 @@ class _Builder:
 
     def _merge(self, value_node: Node, path: Path, result: dict[Hashable, Any]) -> None:
         # `<<: *defaults` (or a list of them): earlier keys of this mapping win.
-        if isinstance(value_node, SequenceNode):
+        many = isinstance(value_node, SequenceNode)
+        if many:
             self.count(value_node, len(path) + 1)
-            sources = value_node.value
-        else:
-            sources = [value_node]
-        for source in sources:
-            self.count(source, len(path) + 1 + isinstance(value_node, SequenceNode))
+        for source in value_node.value if many else [value_node]:
+            self.count(source, len(path) + 1 + many)
             if not isinstance(source, MappingNode):
                 self.problem(source, "YAML: '<<' merges mappings only", "yaml-merge")
                 continue
