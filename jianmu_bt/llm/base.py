@@ -63,7 +63,8 @@ class Usage(BaseModel):
     `input_tokens` includes prompt-cache reads and writes where the vendor reports them apart.
     """
 
-    model_config = ConfigDict(frozen=True)
+    # Built on first use: validating a tree file names no reply (see LLMResponse).
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -92,7 +93,9 @@ class LLMResponse(BaseModel):
     the OpenAI words: "stop", "tool_calls", "length", "content_filter" (Anthropic's are mapped).
     """
 
-    model_config = ConfigDict(frozen=True)
+    # Built on first use, not at import: only a run makes replies, so `jianmu validate` (which
+    # imports this module for LLMOptions) does not pay for this schema and its `ToolCall`s.
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     message: dict[str, Any]
     tool_calls: list[ToolCall] = Field(default_factory=list)

@@ -22,8 +22,9 @@ checked by the referenced field's declared type instead (see `argument_flow`).
 from __future__ import annotations
 
 import difflib
+import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jianmu_bt.loader.analysis import reference_position
 from jianmu_bt.loader.argument_flow import (
@@ -44,11 +45,20 @@ from jianmu_bt.loader.model import BehaviourConfig, ToolStepConfig
 from jianmu_bt.loader.positions import Path
 from jianmu_bt.loader.records import NodeRecord
 from jianmu_bt.loader.state_model import StateInfo
-from jianmu_bt.tools import FunctionTool, Tool
 from jianmu_bt.tools.call_context import IDEMPOTENCY_PARAMETER
 from jianmu_bt.tools.references import did_you_mean
 
+if TYPE_CHECKING:
+    from jianmu_bt.tools import Tool
+
 _INJECTED = frozenset({IDEMPOTENCY_PARAMETER})  # filled in by the node itself at run time
+
+
+def _is_function_tool(tool: Tool) -> bool:
+    """Whether `tool` is a `FunctionTool` (an `@tool` function), without importing its module
+    (and its docstring parser) to ask: when that module is not loaded, no such tool exists."""
+    module = sys.modules.get("jianmu_bt.tools.function_tool")
+    return module is not None and isinstance(tool, module.FunctionTool)
 
 
 def check_arguments(
@@ -151,7 +161,7 @@ class _StepCheck:
         if isinstance(primary, str):
             return primary if json_type == "string" else None
         props = self.params.get("properties")
-        if isinstance(self.tool, FunctionTool) and isinstance(props, dict) and len(props) == 1:
+        if _is_function_tool(self.tool) and isinstance(props, dict) and len(props) == 1:
             return str(next(iter(props)))
         return None
 

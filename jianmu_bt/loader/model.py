@@ -168,7 +168,10 @@ def _describe_value(value: Any) -> str:
 class NodeConfig(BaseModel):
     """Keys every node kind accepts."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Built on first use (every subclass too): inside the file model (`registry.models`), or on
+    # its own when an error's path runs through it (`schema_errors`). Built at import, a composite
+    # fails (the `Node` union does not exist yet) and a leaf is built twice, alone and in the file.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     name: Text | None = Field(None, description="Display name (default: derived, unique).")
     id: NodeId | None = Field(

@@ -10,10 +10,12 @@ import inspect
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+
+if TYPE_CHECKING:
+    import docstring_parser
 
 
 class Injected:
@@ -41,6 +43,10 @@ class FunctionSignature:
         cls, fn: Callable[..., Any], injected: Iterable[str] = ()
     ) -> FunctionSignature:
         """Analyse `fn`: its parameters, their types, defaults and docstring descriptions."""
+        # Only a function tool is analysed: a module that just formats errors (the built-ins)
+        # does not load the docstring parser.
+        import docstring_parser
+
         doc = docstring_parser.parse(inspect.getdoc(fn) or "")
         param_docs = {p.arg_name: (p.description or "").strip() for p in doc.params}
         hints = typing.get_type_hints(fn, include_extras=True)

@@ -9,10 +9,13 @@ import sys
 from cli_helpers import TREES
 
 # What only running, drawing or serving a tree needs (or an HTTP LLM provider, or networkx,
-# which the checks do not need).
+# which the checks do not need, or what only a Python function tool needs: its signature's
+# docstring parser).
 HEAVY = (
     "networkx",
     "httpx",
+    "docstring_parser",
+    "jianmu_bt.tools.function_tool",
     "jianmu_bt.viz",
     "jianmu_bt.loader.tree",
     "jianmu_bt.loader.session",
@@ -40,6 +43,23 @@ def loaded_after(*argv: str) -> list[str]:
 
 def test_validate_loads_nothing_a_run_needs():
     assert loaded_after("validate", str(TREES / "quickstart.yaml")) == []
+
+
+def test_validate_builds_no_model_only_a_run_needs():
+    # An LLM reply's model, and the node configs alone (the file model holds them), are built
+    # on first use: validating builds neither.
+    code = (
+        "from jianmu_bt.cli import main\n"
+        f"status = main(['validate', {str(TREES / 'quickstart.yaml')!r}])\n"
+        "from jianmu_bt.llm.base import LLMResponse, Usage\n"
+        "from jianmu_bt.loader.model import SequenceConfig, ToolStepConfig\n"
+        "models = (LLMResponse, Usage, SequenceConfig, ToolStepConfig)\n"
+        "print(status, [m.__name__ for m in models if m.__pydantic_complete__])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip().splitlines()[-1] == "0 []", out.stdout + out.stderr
 
 
 def test_the_parser_alone_loads_no_layer():
