@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.harness import Row, Section, Settings, interleave, within
+from benchmarks.harness import PROCESS_ENV, Row, Section, Settings, interleave, within
 from benchmarks.suite import main
 from jianmu_bt.sandbox.worker import BOOTSTRAP
 
@@ -49,7 +49,9 @@ def import_seconds(statement: str, flags: Sequence[str] = (), args: Sequence[str
     `python -X importtime <flags> -c <statement> <args>`."""
     code = f"import sys; sys.stderr.write({MARK!r} + '\\n'); sys.stderr.flush(); {statement}"
     command = [sys.executable, "-X", "importtime", *flags, "-c", code, *args]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        command, env=PROCESS_ENV, capture_output=True, text=True, timeout=120, check=False
+    )
     if done.returncode != 0:
         raise RuntimeError(f"{statement!r} failed: {done.stderr.strip().splitlines()[-1:]}")
     lines = done.stderr.splitlines()

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.harness import Section, Settings, interleave, limit
+from benchmarks.harness import PROCESS_ENV, Section, Settings, interleave, limit
 from benchmarks.suite import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,7 +52,9 @@ print(json.dumps({"total": done - start, "imports": imported - start, "batch": d
 
 def run(command: list[str]) -> subprocess.CompletedProcess[str]:
     """Run `command` from the repository root; its failure is the benchmark's failure."""
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        command, cwd=ROOT, env=PROCESS_ENV, capture_output=True, text=True, timeout=120
+    )
     if done.returncode != 0:
         raise RuntimeError(f"{command} failed: {(done.stderr or done.stdout).strip()[-300:]}")
     return done

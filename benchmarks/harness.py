@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import os
 import statistics
 import time
 import tracemalloc
@@ -41,6 +42,15 @@ class Settings:
 
 
 # -- timing ---------------------------------------------------------------------------------
+
+
+#: The environment of a benchmark's fresh processes: that of a user's process, whose bytecode cache
+#: the warm-up writes (an installed package's is written at install). A PYTHONDONTWRITEBYTECODE of
+#: the shell running the benchmark would have every sample compile again each module changed
+#: since the cache was last written.
+PROCESS_ENV = {
+    name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"
+}
 
 
 def interleave(samplers: dict[str, Callable[[], float]], rounds: int, warmup: int = 2) -> Samples:
