@@ -25,6 +25,13 @@ HEAVY = (
 )
 
 
+def run_code(code: str) -> subprocess.CompletedProcess[str]:
+    """`python -c code` in a fresh interpreter (a failure fails the test)."""
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+
+
 def loaded_after(*argv: str) -> list[str]:
     code = (
         "import sys\n"
@@ -33,9 +40,7 @@ def loaded_after(*argv: str) -> list[str]:
         f"heavy = {HEAVY!r}\n"
         "print(status, sorted(m for m in sys.modules if m.startswith(heavy)))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    )
+    out = run_code(code)
     status, _, modules = out.stdout.strip().splitlines()[-1].partition(" ")
     assert status == "0", out.stdout + out.stderr
     return eval(modules)  # a printed list of module names
@@ -56,9 +61,7 @@ def test_validate_builds_no_model_only_a_run_needs():
         "models = (LLMResponse, Usage, SequenceConfig, ToolStepConfig)\n"
         "print(status, [m.__name__ for m in models if m.__pydantic_complete__])\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    )
+    out = run_code(code)
     assert out.stdout.strip().splitlines()[-1] == "0 []", out.stdout + out.stderr
 
 
@@ -70,7 +73,5 @@ def test_the_parser_alone_loads_no_layer():
         "print(sorted(m for m in sys.modules if m.startswith(('jianmu_bt.loader', "
         "'jianmu_bt.nodes', 'jianmu_bt.runtime', 'jianmu_bt.viz', 'jianmu_bt.llm'))))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    )
+    out = run_code(code)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
