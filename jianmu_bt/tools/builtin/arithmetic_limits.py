@@ -175,6 +175,9 @@ def power(base: Number, exponent: Number, max_bits: int) -> Number:
         isinstance(base, int)
         and isinstance(exponent, int)
         and exponent > 0
+        # exponent * bit_length bounds exponent * log2|base| from above: past that cheap bound
+        # only, work out the estimate (the same refusals, without a log2 for small powers)
+        and exponent * base.bit_length() > max_bits
         and power_bits(base, exponent) > max_bits + 1
     ):
         raise too_large(max_bits)
