@@ -49,8 +49,14 @@ def entry(
     tool: Tool | None,
     status: str,
     result: ToolResult | None = None,
+    *,
+    digest: str | None = None,
 ) -> JournalEntry:
-    """The journal record of `call` in `status` (with its result when it has one)."""
+    """The journal record of `call` in `status` (with its result when it has one).
+
+    `digest` is `call_digest(call)` when the caller has it already (a call writes two rows or
+    more: the digest is worked out once per call).
+    """
     return JournalEntry(
         key=key,
         call_id=call.id or "",
@@ -58,7 +64,7 @@ def entry(
         node=node,
         tool=call.name,
         arguments=call.arguments,
-        digest=digest_arguments(call.name, call.arguments),
+        digest=call_digest(call) if digest is None else digest,
         status=status,
         result=result_document(result) if result is not None else None,
         effectful=bool(tool.effect_tags) if tool is not None else False,
@@ -82,9 +88,17 @@ def recorded_result(record: JournalEntry) -> ToolResult:
     )
 
 
-def check_matches(journal: RunJournal, record: JournalEntry, call: ToolCall) -> None:
-    """JournalMismatchError when the recorded call is not the call made now."""
-    if record.digest != digest_arguments(call.name, call.arguments):
+def call_digest(call: ToolCall) -> str:
+    """The digest of a call's tool and arguments, as its journal rows keep it."""
+    return digest_arguments(call.name, call.arguments)
+
+
+def check_matches(
+    journal: RunJournal, record: JournalEntry, call: ToolCall, digest: str | None = None
+) -> None:
+    """JournalMismatchError when the recorded call is not the call made now (`digest`: the
+    call's `call_digest`, when the caller has it already)."""
+    if record.digest != (call_digest(call) if digest is None else digest):
         raise journal.mismatch(
             f"step {record.key} was recorded as {record.tool}({_short(record.arguments)}) but "
             f"now calls {call.name}({_short(call.arguments)}): the tree, its tools or its inputs "

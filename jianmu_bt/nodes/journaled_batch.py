@@ -82,11 +82,19 @@ async def run_journaled_batch(
     base = journal.next_key(executor.node_key)
     keys = {id_of(call): f"{base}/{call.id}" for call in calls}
     tools = {id_of(call): executor.toolset.get(call.name) for call in calls}
+    digests = {id_of(call): journaled.call_digest(call) for call in calls}  # once per call
 
     def record(call: ToolCall, status: str, result: ToolResult | None = None) -> JournalEntry:
         key = id_of(call)
         return journaled.entry(
-            journal, keys[key], executor.node_key, call, tools[key], status, result
+            journal,
+            keys[key],
+            executor.node_key,
+            call,
+            tools[key],
+            status,
+            result,
+            digest=digests[key],
         )
 
     live: list[ToolCall] = []
@@ -98,7 +106,7 @@ async def run_journaled_batch(
         if found is None:
             live.append(call)
             continue
-        journaled.check_matches(journal, found, call)
+        journaled.check_matches(journal, found, call, digests[id_of(call)])
         if journaled.is_finished(found):
             results[id_of(call)] = journaled.recorded_result(found)
         elif journaled.was_cancelled(found):

@@ -118,9 +118,12 @@ class ToolNode(AsyncNode):
         key = journal.next_key(self.node_key)
         record = journal.recorded(key)
         call = ToolCall(self.tool.name, self.resolve_input(), journaled.step_call_id(key))
-        write = functools.partial(journaled.entry, journal, key, self.node_key, call, self.tool)
+        digest = journaled.call_digest(call)
+        write = functools.partial(
+            journaled.entry, journal, key, self.node_key, call, self.tool, digest=digest
+        )
         if record is not None:
-            journaled.check_matches(journal, record, call)
+            journaled.check_matches(journal, record, call, digest)
             if journaled.is_finished(record):
                 return journaled.recorded_result(record)
             if journaled.was_cancelled(record):

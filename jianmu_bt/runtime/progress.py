@@ -29,10 +29,14 @@ def tree_progress(
     """Each node's status by key (INVALID ones left out) and the counters of loops
     (`iterations`), at tick `tick`."""
     found: dict[str, Any] = {}
+    invalid = Status.INVALID
     for node, key in zip(nodes, keys, strict=True):
-        if node.status is Status.INVALID:
+        status = node.status
+        if status is invalid:
             continue
-        entry: dict[str, Any] = {"status": node.status.value}
+        # `_value_` is what `.value` returns, without the enum property's call (a checkpoint
+        # per journal write walks every node).
+        entry: dict[str, Any] = {"status": status._value_}
         iterations = getattr(node, "iterations", None)
         if isinstance(iterations, int):
             entry["iterations"] = iterations

@@ -113,7 +113,11 @@ def digest_arguments(tool: str, arguments: Any) -> str:
     Keys are sorted and values JSON cannot represent are written as their `str()`, so equal
     arguments give equal digests whatever their key order.
     """
-    text = json.dumps(
-        [tool, arguments], sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
-    )
+    text = _CANONICAL([tool, arguments])
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+# Built once (`json.dumps` with options makes a new encoder per call): a digest per journal row.
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+).encode

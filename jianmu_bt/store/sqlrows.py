@@ -82,6 +82,11 @@ _ENTRY = (
     "effectful, idempotent, created"
 )
 _CP = "run_id, seq, created, position, data"
+_PROGRESS = (
+    "UPDATE runs SET status = COALESCE(?, status), reason = COALESCE(?, reason), "
+    "updated = ?, last_position = ?, last_seq = ?"
+)
+"""What `append` sets on the run (`release_run` also lets the lease go)."""
 
 STATEMENTS = {
     "insert_run": f"INSERT INTO runs ({_RUN}, last_position, last_seq) "
@@ -92,8 +97,8 @@ STATEMENTS = {
     "runs": f"SELECT {_RUN} FROM runs ORDER BY started DESC, run_id DESC",
     "runs_limit": f"SELECT {_RUN} FROM runs ORDER BY started DESC, run_id DESC LIMIT ?",
     "recent": "SELECT run_id FROM runs ORDER BY started DESC, run_id DESC LIMIT 5",
-    "update_run": "UPDATE runs SET status = COALESCE(?, status), reason = COALESCE(?, reason), "
-    "updated = ?, last_position = ?, last_seq = ? WHERE run_id = ?",
+    "update_run": f"{_PROGRESS} WHERE run_id = ?",
+    "release_run": f"{_PROGRESS}, lease_owner = NULL, lease_expires = NULL WHERE run_id = ?",
     "set_lease": "UPDATE runs SET lease_owner = ?, lease_expires = ? WHERE run_id = ?",
     "delete_run": "DELETE FROM runs WHERE run_id = ?",
     "insert_entry": f"INSERT INTO journal (run_id, {_ENTRY}) "
@@ -177,14 +182,22 @@ class ExecutingCursor:
         self._target.executemany(sql, rows)
 
 
+# Built once: `json.dumps` with options makes a new encoder per call, and a durable run encodes
+# a few JSON documents per journal write.
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+_ENCODE_ASCII = json.JSONEncoder(separators=(",", ":"), default=str).encode
+
+
 def dumps(value: Any) -> str:
     """Compact JSON text of `value`; values JSON cannot represent are written as their `str()`."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    if value is None:  # the result of every `running` row
+        return "null"
+    text = _ENCODE(value)
     if not text.isascii():
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:  # lone surrogates: keep them as \\u escapes
-            text = json.dumps(value, separators=(",", ":"), default=str)
+            text = _ENCODE_ASCII(value)
     return text
 
 
