@@ -181,6 +181,7 @@ class DurableRun:
         """Record how the run ended (unless replay found the tree changed) and free the lease."""
         journal = self.journal
         self.tree.runner.context.journal = None
+        released = False
         try:
             if journal is not None and journal.fault:
                 # Replay could not go on as recorded, or the lease was lost: the run stays as
@@ -188,16 +189,19 @@ class DurableRun:
                 with contextlib.suppress(StoreError):
                     self.store.append(self.run_id, self.owner, status=self.previous_status)
                 raise DurableRunError(journal.fault)
-            status = result.run_status
+            # The outcome and the lease's release in one transaction (one commit less a run).
             self.store.append(
                 self.run_id,
                 self.owner,
                 checkpoint=self.checkpoint(),
-                status=status,
+                status=result.run_status,
                 reason=result.reason,
+                release=True,
             )
+            released = True
         finally:
-            self.store.release_lease(self.run_id, self.owner)
+            if not released:
+                self.store.release_lease(self.run_id, self.owner)
         result.run_id = self.run_id
         return result
 

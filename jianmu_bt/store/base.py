@@ -59,14 +59,18 @@ class RunStore(ABC):
         checkpoint: dict[str, Any] | None = None,
         status: str | None = None,
         reason: str | None = None,
+        *,
+        release: bool = False,
     ) -> int:
         """Record progress of a run in one atomic transaction; return its last journal position.
 
         When `owner` is given it must hold an unexpired lease (else LeaseLostError: fencing);
         when None, no lease is needed but nobody may hold an unexpired one (else LeaseError).
         Appends `entries` (positions assigned in order), writes `checkpoint` at the last
-        position, and sets `status` and `reason` when given; `updated` is always set. Raises
-        ValueError for an unknown run status, call status or call kind, writing nothing.
+        position, and sets `status` and `reason` when given; `updated` is always set. With
+        `release` (and an `owner`) the lease is given up in the same transaction, as
+        `release_lease` would after it: a run's last write. Raises ValueError for an unknown run
+        status, call status or call kind, writing nothing.
         """
 
     @abstractmethod

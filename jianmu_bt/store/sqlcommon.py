@@ -185,6 +185,8 @@ class SQLRunStore(RunStore):
         checkpoint: dict[str, Any] | None = None,
         status: str | None = None,
         reason: str | None = None,
+        *,
+        release: bool = False,
     ) -> int:
         """See `RunStore.append`."""
         if status is not None:
@@ -236,7 +238,8 @@ class SQLRunStore(RunStore):
             if data is not None:
                 seq += 1
                 cur.run(self._sql["insert_cp"], (run_id, seq, now, position, data))
-            cur.run(self._sql["update_run"], (status, reason, now, position, seq, run_id))
+            update = "release_run" if release and owner is not None else "update_run"
+            cur.run(self._sql[update], (status, reason, now, position, seq, run_id))
         return position
 
     def journal(self, run_id: str, upto: int | None = None) -> list[JournalEntry]:

@@ -79,13 +79,15 @@ def test_a_paused_run_resumes_in_a_new_tree_without_repeating_finished_steps(tmp
     assert paused.paused and paused.run_status == "paused" and paused.run_id == "R"
     assert CALLS == ["look x", "act one"]
     (held,) = [e for e in store.journal("R") if e.status == "held"]
-    assert store.get_run("R").status == "paused"
+    run = store.get_run("R")
+    assert (run.status, run.lease_owner, run.lease_expires) == ("paused", None, None)
     with _tree() as again:  # as a new process would: a new tree, the same store
         done = again.resume("R", store=store, approve=[held.call_id])
     assert done.ok and done.run_status == "succeeded"
     assert CALLS == ["look x", "act one", "deploy prod", "act two"]
     assert done.state["seen"] == "saw x" and done.state["done"] == "did one"
-    assert store.get_run("R").status == "succeeded"
+    run = store.get_run("R")  # the outcome and the lease's release: one write
+    assert (run.status, run.lease_owner, run.lease_expires) == ("succeeded", None, None)
     with _tree() as late, pytest.raises(DurableRunError, match="already succeeded"):
         late.resume("R", store=store)
 

@@ -97,6 +97,22 @@ def test_append_by_the_holder(store):
     assert store.get_run("r1").status == "paused"
 
 
+def test_append_releasing_the_lease_in_the_same_write(store):
+    store.create_run(make_run("r1"), checkpoint={"v": 0}, owner="a", lease_seconds=60)
+    store.append("r1", "a", [entry("x")], {"v": 1})
+    assert store.get_run("r1").lease_owner == "a"  # a plain append keeps the lease
+    assert store.append("r1", "a", [entry("x", "done")], {"v": 2}, "succeeded", release=True) == 2
+    run = store.get_run("r1")
+    assert (run.status, run.lease_owner, run.lease_expires) == ("succeeded", None, None)
+    assert [c.data for c in store.history("r1")] == [{"v": 0}, {"v": 1}, {"v": 2}]
+    assert store.acquire_lease("r1", "b").lease_owner == "b"
+    store.acquire_lease("r1", "b", seconds=-1)
+    before = snapshot(store, "r1")
+    with pytest.raises(LeaseLostError):  # fenced as any append: nothing written, nothing freed
+        store.append("r1", "a", status="failed", release=True)
+    assert snapshot(store, "r1") == before
+
+
 def test_fencing_a_writer_whose_lease_was_taken(store):
     store.create_run(make_run("r1"), checkpoint={"v": 0}, owner="a", lease_seconds=60)
     store.append("r1", "a", [entry("x")], {"v": 1})
