@@ -206,9 +206,10 @@ class _Builder:
             return None
         made = (node.tag, node.value)  # immutable values (numbers, bools, dates): made once each
         try:
-            if made not in self._made:
-                self._made[made] = self.constructor.construct_object(node, deep=True)
-            return self._made[made]
+            value = self._made.get(made, MISSING)
+            if value is MISSING:
+                value = self._made[made] = self.constructor.construct_object(node, deep=True)
+            return value
         except yaml.YAMLError as exc:
             problem = getattr(exc, "problem", None) or str(exc)
             self.problem(node, f"YAML: {problem}", "yaml-syntax")

@@ -50,13 +50,10 @@ def entry(
     status: str,
     result: ToolResult | None = None,
     *,
-    digest: str | None = None,
+    digest: str,
 ) -> JournalEntry:
-    """The journal record of `call` in `status` (with its result when it has one).
-
-    `digest` is `call_digest(call)` when the caller has it already (a call writes two rows or
-    more: the digest is worked out once per call).
-    """
+    """The journal record of `call` in `status` (with its result when it has one); `digest` is
+    `call_digest(call)`, worked out once per call (a call writes two rows or more)."""
     return JournalEntry(
         key=key,
         call_id=call.id or "",
@@ -64,7 +61,7 @@ def entry(
         node=node,
         tool=call.name,
         arguments=call.arguments,
-        digest=call_digest(call) if digest is None else digest,
+        digest=digest,
         status=status,
         result=result_document(result) if result is not None else None,
         effectful=bool(tool.effect_tags) if tool is not None else False,
@@ -93,12 +90,10 @@ def call_digest(call: ToolCall) -> str:
     return digest_arguments(call.name, call.arguments)
 
 
-def check_matches(
-    journal: RunJournal, record: JournalEntry, call: ToolCall, digest: str | None = None
-) -> None:
+def check_matches(journal: RunJournal, record: JournalEntry, call: ToolCall, digest: str) -> None:
     """JournalMismatchError when the recorded call is not the call made now (`digest`: the
-    call's `call_digest`, when the caller has it already)."""
-    if record.digest != (call_digest(call) if digest is None else digest):
+    call's `call_digest`)."""
+    if record.digest != digest:
         raise journal.mismatch(
             f"step {record.key} was recorded as {record.tool}({_short(record.arguments)}) but "
             f"now calls {call.name}({_short(call.arguments)}): the tree, its tools or its inputs "
