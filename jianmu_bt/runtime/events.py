@@ -60,15 +60,19 @@ class EventBus:
     __slots__ = ("_subscribers",)
 
     def __init__(self) -> None:
-        self._subscribers: list[EventCallback] = []
+        # A tuple, replaced on (un)subscribing: every run has a bus, few have subscribers, and
+        # the empty tuple is shared; an emit walks the subscribers of its moment, uncopied.
+        self._subscribers: tuple[EventCallback, ...] = ()
 
     def subscribe(self, callback: EventCallback) -> Callable[[], None]:
         """Call `callback(event)` for every event; returns a function that unsubscribes."""
-        self._subscribers.append(callback)
+        self._subscribers = (*self._subscribers, callback)
 
         def unsubscribe() -> None:
-            if callback in self._subscribers:
-                self._subscribers.remove(callback)
+            subscribers = list(self._subscribers)
+            if callback in subscribers:
+                subscribers.remove(callback)
+                self._subscribers = tuple(subscribers)
 
         return unsubscribe
 
@@ -82,7 +86,7 @@ class EventBus:
         if not self._subscribers:
             return
         event = Event(type=type, node=node, data=data)
-        for callback in list(self._subscribers):
+        for callback in self._subscribers:
             try:
                 callback(event)
             except Exception:

@@ -6,21 +6,24 @@ ticks through `tick()` each time), a `qualified_name` string for displays, and a
 `py_trees.logging.Logger` holding the node's name formatted as a prefix (about 160 bytes). In
 a tree of thousands of nodes, or thousands of small runs at once, they are a large share of the
 memory. A `LeanBehaviour` keeps no generator (`behaviour.iterator` still gives one over the
-node's tick), makes `qualified_name` when it is read, and keeps a 56-byte logger that logs
-exactly as py_trees' does (same levels and prefix), formatting the prefix only for a message
-that is shown; its `blackboards` list is made when first used (py_trees makes one for every
-node; most never attach a client). A `LeanLeaf` (our nodes' base) also shares one empty tuple as
-`children`, where py_trees gives every leaf a list of its own. Every one of these is an object the
-garbage collector walks at each full pass, per node of every run. `lean(cls)` is a py_trees
-class (a composite, a decorator) made lean.
+node's tick), makes `qualified_name` when it is read, and keeps no logger: `logger` gives a
+small one that logs exactly as py_trees' does (same levels and prefix), formatting the prefix
+only for a message that is shown; its `blackboards` list is made when first used (py_trees makes
+one for every node; most never attach a client). A `LeanLeaf` (our nodes' base) also shares one
+empty tuple as `children`, where py_trees gives every leaf a list of its own, and is built
+without making any of these only to drop them. Every one of these is an
+object the garbage collector walks at each full pass, per node of every run. `lean(cls)` is a
+py_trees class (a composite, a decorator) made lean.
 """
 
 from __future__ import annotations
 
 import functools
+import uuid
 from typing import Any, TypeVar
 
 import py_trees
+from py_trees.common import BlackBoxLevel, Status
 from py_trees.logging import Level, Logger
 
 B = TypeVar("B", bound=type[py_trees.behaviour.Behaviour])
@@ -82,6 +85,21 @@ class NodeLogger:
         return self._shown().prefix
 
 
+class _NodeLogging:
+    """`Behaviour.logger`: a `NodeLogger` made when read (py_trees reads it once or twice a tick,
+    to log at debug level, which is off unless asked for), instead of one kept by every node.
+    py_trees' own Logger, made at `__init__`, is dropped; any other logger set is kept."""
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        return obj._own_logger or NodeLogger(obj)
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        if type(value) is not Logger:
+            obj._own_logger = value
+
+
 class _Blackboards:
     """`Behaviour.blackboards`, the node's attached py_trees clients: the list is made when first
     read (attaching a client reads it), not for every node (most attach none). Kept as a plain
@@ -113,17 +131,14 @@ class _NoChildren:
 
 
 class LeanBehaviour:
-    """A mixin, before the py_trees class in the bases: no stored `iterator`, a small `logger`,
-    the `blackboards` list made only when used."""
+    """A mixin, before the py_trees class in the bases: no stored `iterator` or `logger`, the
+    `blackboards` list made only when used."""
 
     iterator = _Iterator()
     qualified_name = _QualifiedName()
     blackboards = _Blackboards()
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        # py_trees' Logger(name) replaced (setattr: the attribute keeps py_trees' declared type)
-        setattr(self, "logger", NodeLogger(self))  # noqa: B010
+    logger = _NodeLogging()
+    _own_logger: Any = None  # a logger set by hand (class defaults: a miss costs no exception)
 
 
 @functools.cache
@@ -135,6 +150,22 @@ def lean(cls: B) -> B:
 
 
 class LeanLeaf(LeanBehaviour):
-    """A LeanBehaviour that never has children: `children` is a shared empty tuple."""
+    """A LeanBehaviour that never has children: `children` is a shared empty tuple.
+
+    Its `__init__` sets what py_trees' `Behaviour.__init__` sets and the descriptors above do not
+    make on demand, without calling it: that one would make a generator, a formatted name, a
+    logger and a list, only for each to be dropped (a test holds the two to the same
+    attributes). (`id` is drawn here all the same: py_trees' `add_child` reads it.)
+    """
 
     children = _NoChildren()
+
+    def __init__(self, name: str) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"a behaviour name should be a string, but you passed in {type(name)}")
+        self.id = uuid.uuid4()
+        self.name = name
+        self.status = Status.INVALID
+        self.parent: py_trees.behaviour.Behaviour | None = None
+        self.feedback_message = ""
+        self.blackbox_level = BlackBoxLevel.NOT_A_BLACKBOX

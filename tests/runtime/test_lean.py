@@ -142,3 +142,32 @@ def test_blackboards_are_made_on_first_use_and_clients_still_attach() -> None:
 def test_conditions_of_the_same_text_share_their_checked_code() -> None:
     first, second = SafeExpression("x > 1 and y"), SafeExpression("x > 1 and y")
     assert first._code is second._code and first.names == frozenset({"x", "y"})
+
+
+def test_a_lean_leaf_has_every_attribute_py_trees_gives_a_behaviour() -> None:
+    # LeanLeaf.__init__ does not call py_trees' Behaviour.__init__: whatever that one sets (in
+    # the installed py_trees), a lean leaf must answer alike.
+    plain = Plain("node")
+    leaf = Condition("node", "True")
+    for name, value in vars(plain).items():
+        mine = getattr(leaf, name)
+        if name == "id":
+            assert type(mine) is type(value) and mine != value and mine == leaf.id
+        elif name in ("iterator", "logger"):
+            assert type(mine).__name__ in ("generator", "NodeLogger"), (name, mine)
+        elif name == "qualified_name":
+            assert mine == "Condition/node"
+        elif name == "children":
+            assert list(mine) == value
+        else:
+            assert mine == value, name
+    with pytest.raises(TypeError, match="should be a string"):
+        Condition(3, "True")  # type: ignore[arg-type]
+
+
+def test_a_logger_set_by_hand_is_kept() -> None:
+    node = Lean("a")
+    assert type(node.logger).__name__ == "NodeLogger" and "logger" not in vars(node)
+    custom = object()
+    node.logger = custom  # type: ignore[assignment]
+    assert node.logger is custom
