@@ -105,6 +105,12 @@ class AsyncNode(ContextNode):
             return Status.FAILURE
         return _to_status(handle.result, self)
 
+    @property
+    def working(self) -> bool:
+        """True while the work this node started is still in flight."""
+        handle = self._handle
+        return handle is not None and not handle.done
+
     def terminate(self, new_status: Status) -> None:
         """Cancel the work when the node is interrupted (INVALID)."""
         if new_status == Status.INVALID:

@@ -2,8 +2,11 @@
 
 A tick happens when a node's async work finished, state was written, a deadline came (a py_trees
 `Timeout` decorator's finish time, a `idle_interval`), or the previous tick changed a status (so
-decorators such as `Retry` make progress). Ticks that follow finished work run at once; the others
-are capped per second (`TickPacer`), and all of them in total. The run ends at the root's first
+decorators such as `Retry` make progress), unless every running node only waits for work in
+flight (our AsyncNodes, under Sequences and Selectors with memory): a tick then could change
+nothing, whatever the last one changed or wrote, and the next one waits for the work. Ticks
+that follow finished work run at once; the others are capped per second (`TickPacer`), and all
+of them in total. The run ends at the root's first
 SUCCESS or FAILURE; halting cancels every in-flight task, and nothing keeps running after
 `run`/`arun` return.
 """
@@ -29,7 +32,7 @@ from jianmu_bt.runtime.async_node import ContextNode
 from jianmu_bt.runtime.context import LoopHandle, RunContext
 from jianmu_bt.runtime.events import EventBus
 from jianmu_bt.runtime.pacing import TickPacer
-from jianmu_bt.runtime.progress import node_keys, tree_progress
+from jianmu_bt.runtime.progress import node_keys, only_work_can_move, tree_progress
 from jianmu_bt.runtime.results import RunResult as RunResult  # re-exported: its old home
 from jianmu_bt.runtime.services import RunGuard
 from jianmu_bt.runtime.state import StateManager
@@ -83,10 +86,7 @@ class TreeRunner:
         self.stall_interval = stall_interval
         self.tick_count = 0
         self.nodes = list(root.iterate())
-        self.node_keys = node_keys(root)
-        for node, key in zip(self.nodes, self.node_keys, strict=True):
-            if isinstance(node, ContextNode):
-                node.node_key = key
+        for node in self.nodes:
             bind = getattr(node, "bind", None)
             if callable(bind):
                 bind(self.context)
@@ -103,6 +103,16 @@ class TreeRunner:
         self._error = ""
         self._unsubscribe = state.subscribe(self._state_changed)
         self._paused = False
+
+    @functools.cached_property
+    def node_keys(self) -> list[str]:
+        """Each node's stable key (see `node_keys`), in `root.iterate()` order; worked out when
+        first needed (a durable run, a checkpoint), and then given to the nodes (`node_key`)."""
+        keys = node_keys(self.root)
+        for node, key in zip(self.nodes, keys, strict=True):
+            if isinstance(node, ContextNode):
+                node.node_key = key
+        return keys
 
     @property
     def events(self) -> EventBus:
@@ -193,6 +203,10 @@ class TreeRunner:
             if self.max_ticks is not None and self.tick_count >= self.max_ticks:
                 self._error = f"stopped after {self.tick_count} ticks (max_ticks={self.max_ticks})"
                 return Status.FAILURE
+            if (self._changed or wake.is_set()) and only_work_can_move(self.nodes):
+                # A started step and its own writes: the next tick waits for the work.
+                self._changed = False
+                wake.clear()
             if self._changed:
                 stall = self.stall_interval
                 await anyio.lowlevel.checkpoint()  # let newly spawned work start
@@ -226,6 +240,7 @@ class TreeRunner:
         self._paused = False
         journal = self.context.journal
         if journal is not None:
+            self.node_keys  # noqa: B018 - the journal keys each node's entries by them
             journal.closing = False
             journal.on_pause = self.wake
             if journal.checkpoint_source is None:
@@ -312,6 +327,8 @@ class TreeRunner:
         )
         with lock:  # ticks from several threads take turns, as in one loop
             self._raise_escaped()
+            if self.context.journal is not None:
+                self.node_keys  # noqa: B018 - the journal keys each node's entries by them
             if self.context.in_flight or self._looping:
                 return self.background_loop().call(self._tick_once)
             outer = self.context.attachment

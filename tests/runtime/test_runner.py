@@ -8,6 +8,7 @@ import py_trees
 import pytest
 from py_trees.common import Status
 
+from jianmu_bt.nodes import SetValues
 from jianmu_bt.runtime import (
     AgentState,
     AsyncNode,
@@ -335,3 +336,72 @@ def test_wake_from_another_thread_never_blocks_the_writer():
     assert runner.run(timeout=10).status == Status.SUCCESS
     thread.join(5)
     assert state.get("count") == 49 and blocked
+
+
+class Held(AsyncNode):
+    """Works until the test lets it go."""
+
+    def __init__(self, name, gate):
+        super().__init__(name)
+        self.gate = gate
+
+    async def run_async(self):
+        await self.gate.wait()
+
+
+def test_a_tick_that_writes_and_starts_work_waits_for_the_work_without_a_spare_tick():
+    # A write, a step that ended and one that started are all the first tick changes: a second
+    # tick would find the same statuses (a Sequence with memory resumes at its running child).
+    seen = []
+
+    async def main():
+        state = StateManager(Counter)
+        state.subscribe(lambda keys: seen.append(sorted(keys)))
+        held = Held("held", anyio.Event())
+        root = py_trees.composites.Sequence(
+            "main", memory=True, children=[SetValues("write", {"count": 1}), held]
+        )
+        runner = TreeRunner(root, state)
+        async with anyio.create_task_group() as group:
+            group.start_soon(runner.arun)
+            while not held.working:
+                await anyio.sleep(0.001)
+            await anyio.sleep(0.05)  # a spare tick, if any, happens meanwhile
+            ticks = runner.tick_count
+            held.gate.set()
+        return ticks, runner
+
+    ticks, runner = anyio.run(main)
+    # tick 1 writes and starts `held`; tick 2, once its work ends, ends the run.
+    assert ticks == 1 and runner.tick_count == 2 and seen == [["count"]]
+
+
+def test_a_write_in_a_tick_still_reaches_an_earlier_reactive_check_at_once():
+    # A Selector without memory looks again at its first child every tick: a value the same
+    # tick wrote later must be seen now, not once the running work ends (it never would).
+    class Set(AsyncNode):
+        def update(self):  # writes during the tick itself, then succeeds
+            self.state.write_port("count", 1)
+            return Status.SUCCESS
+
+    class Check(py_trees.behaviour.Behaviour):
+        def __init__(self, state):
+            super().__init__("count is 1")
+            self.state_manager = state
+
+        def update(self):
+            return Status.SUCCESS if self.state_manager.get()["count"] == 1 else Status.FAILURE
+
+    state = StateManager(Counter)
+    forever = Held("forever", anyio.Event())
+    root = py_trees.composites.Selector(
+        "react",
+        memory=False,
+        children=[
+            Check(state),
+            py_trees.composites.Sequence("work", memory=True, children=[Set("set"), forever]),
+        ],
+    )
+    result = TreeRunner(root, state).run(timeout=5)
+    assert result.status == Status.SUCCESS and result.ticks == 2
+    assert forever.status == Status.INVALID  # preempted: its work was cancelled
