@@ -247,7 +247,8 @@ class TreeRunner:
                 journal.checkpoint_source = functools.partial(self.checkpoint, None)
         started = time.monotonic()
         # A run inside the loop that step-by-step ticks use must give that loop back afterwards.
-        outer_loop, outer_attachment = self._loop_handle, self.context.attachment
+        outer_loop = self._loop_handle
+        outer_group, outer_wake = self.context.attachment  # unpacked: no tuple kept meanwhile
         self._loop_handle = LoopHandle()
         self._looping = True
         status = Status.FAILURE
@@ -280,7 +281,7 @@ class TreeRunner:
                     await self.context.settle()
             self._raise_escaped()  # also one raised by work cleaning up after the last tick
         finally:
-            self.context.attach(*outer_attachment)
+            self.context.attach(outer_group, outer_wake)
             self._looping = False
             self._loop_handle = outer_loop
         result = RunResult(

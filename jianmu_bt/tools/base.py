@@ -153,7 +153,7 @@ class Tool(Described, ABC):
         waiting = False
         try:
             if limit is None:  # no cancel scope to enter and leave (about a third of a call)
-                raw = await self._start(args, injected, runner, prefer_injected)
+                raw = await self._start(args, injected, runner, prefer_injected, direct=True)
             elif runner is None and self._runs_inline and not self.overruns:
                 # On the loop nothing can be cancelled: the deadline is checked when the call
                 # returns, and a late result is dropped as the thread path drops one.
@@ -188,6 +188,9 @@ class Tool(Described, ABC):
             return self._timed_out(limit)
         except Exception as exc:  # a tool fault is an observation, not a crash
             return self._error_result(exc)
+        except BaseException as exc:  # a cancelled direct call files its overrun (see `_start`)
+            self.record_overrun(overrun_of(exc))
+            raise
         return self._to_result(raw)
 
     async def execute(
@@ -234,13 +237,34 @@ class Tool(Described, ABC):
         injected: Mapping[str, Any] | None,
         runner: ToolRunner | None,
         prefer_injected: bool,
+        direct: bool = False,
     ) -> Awaitable[Any]:
         """What `call` awaits: `execute` when a subclass reroutes it, else `_dispatch` of the
         merged arguments directly (a plain function: one coroutine frame less per call; a
-        merge error raises where `call` awaits, inside its handling)."""
+        merge error raises where `call` awaits, inside its handling).
+
+        `direct` (a call with no cancel scope of its own, whose caller files the overrun a
+        cancellation carries): an async tool run here, with no overrun to wait for, is its
+        `run` coroutine itself, without `_dispatch`'s frame.
+        """
         if self._routes_execute:
             return self.execute(args, injected, runner, prefer_injected)
-        return self._dispatch(self._merge_args(args, injected, prefer_injected), runner)
+        merged = self._merge_args(args, injected, prefer_injected)
+        overruns = self._overruns
+        if (
+            direct
+            and runner is None
+            and self._run_is_async
+            and self._plain_execution
+            and self._plain_local
+            and (overruns is None or not overruns.count)
+        ):
+            prepared = self._prepare_input(merged)
+            if isinstance(prepared, ToolResult):
+                return _ready(prepared)
+            work: Awaitable[Any] = self._bind(prepared)()
+            return work
+        return self._dispatch(merged, runner)
 
     async def _dispatch(self, merged: Any, runner: ToolRunner | None) -> Any:
         """Wait for overruns, hand the call to `runner` or run it here; a call abandoned while
@@ -398,3 +422,8 @@ def _now() -> float:
 def _owner(cls: type, name: str) -> type:
     """The class in `cls`'s MRO that defines attribute `name`."""
     return next(klass for klass in cls.__mro__ if name in klass.__dict__)
+
+
+async def _ready(value: Any) -> Any:
+    """An awaitable of a value already known (an argument error found before the call)."""
+    return value

@@ -14,7 +14,7 @@ import pytest
 
 from jianmu_bt import ToolSet, tool
 from jianmu_bt.tools.base import has_overruns, wait_for_overruns
-from jianmu_bt.tools.blocking import _run_in_anyio_thread
+from jianmu_bt.tools.blocking import _run_in_anyio_thread, run_blocking
 from jianmu_bt.tools.overruns import Overrun, Overruns, overrun_of
 
 WAIT = 10.0  # generous upper bound for things that should happen at once
@@ -334,3 +334,30 @@ def test_a_call_abandoned_before_it_starts_leaves_no_overrun():
         assert pool.workers == 0
 
     asyncio.run(scenario())
+
+
+def test_an_async_tool_whose_own_thread_is_abandoned_files_the_overrun() -> None:
+    # An async tool called without a timeout runs as its own coroutine (no `_dispatch` frame):
+    # `call` files the overrun its cancelled thread left, as `_dispatch` would have.
+    recorder, release = Recorder(), threading.Event()
+
+    def body() -> str:
+        recorder.enter("first")
+        release.wait(WAIT)
+        recorder.leave("first")
+        return "done"
+
+    @tool
+    async def offload() -> str:
+        """Hands its work to a thread."""
+        return await run_blocking(body)
+
+    async def scenario() -> None:
+        with anyio.move_on_after(SHORT) as scope:  # a halt of the caller
+            await offload.call({})
+        assert scope.cancelled_caught and offload.overruns == 1
+        release.set()
+        await wait_for_overruns([offload])
+        assert offload.overruns == 0 and recorder.order[-1] == ("end", "first")
+
+    no_thread_left(scenario)
