@@ -6,14 +6,14 @@ ticks through `tick()` each time), a `qualified_name` string for displays, and a
 `py_trees.logging.Logger` holding the node's name formatted as a prefix (about 160 bytes). In
 a tree of thousands of nodes, or thousands of small runs at once, they are a large share of the
 memory. A `LeanBehaviour` keeps no generator (`behaviour.iterator` still gives one over the
-node's tick), makes `qualified_name` when it is read, and keeps no logger: `logger` gives a
-small one that logs exactly as py_trees' does (same levels and prefix), formatting the prefix
-only for a message that is shown; its `blackboards` list is made when first used (py_trees makes
-one for every node; most never attach a client). A `LeanLeaf` (our nodes' base) also shares one
-empty tuple as `children`, where py_trees gives every leaf a list of its own, and is built
-without making any of these only to drop them. Every one of these is an
-object the garbage collector walks at each full pass, per node of every run. `lean(cls)` is a
-py_trees class (a composite, a decorator) made lean.
+node's tick), makes `qualified_name` when it is read, and shares its logger with the nodes of
+its name: one that logs exactly as py_trees' does (same levels and prefix), formatting the
+prefix only for a message that is shown; its `blackboards` list is made when first used
+(py_trees makes one for every node; most never attach a client). A `LeanLeaf` (our nodes' base)
+also shares one empty tuple as `children`, where py_trees gives every leaf a list of its own,
+and is built without making any of these only to drop them. Every one of these is an object the
+garbage collector walks at each full pass, per node of every run. `lean(cls)` is a py_trees
+class (a composite, a decorator) made lean.
 """
 
 from __future__ import annotations
@@ -50,15 +50,19 @@ class _QualifiedName:
 
 
 class NodeLogger:
-    """py_trees' per-node Logger, without a stored prefix (py_trees.logging's level applies)."""
+    """py_trees' per-node Logger, without a stored prefix (py_trees.logging's level applies).
 
-    __slots__ = ("_node",)
+    It holds only the node's name, as py_trees' Logger does from the node's `__init__`: the
+    nodes of one name share one (`node_logger`), so a node keeps none of its own.
+    """
 
-    def __init__(self, node: Any) -> None:  # a Behaviour: its `name` is read when shown
-        self._node = node
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
 
     def _shown(self) -> Logger:
-        return Logger(self._node.name)
+        return Logger(self.name)
 
     def debug(self, msg: str) -> None:
         """As `py_trees.logging.Logger.debug`."""
@@ -85,19 +89,10 @@ class NodeLogger:
         return self._shown().prefix
 
 
-class _NodeLogging:
-    """`Behaviour.logger`: a `NodeLogger` made when read (py_trees reads it once or twice a tick,
-    to log at debug level, which is off unless asked for), instead of one kept by every node.
-    py_trees' own Logger, made at `__init__`, is dropped; any other logger set is kept."""
-
-    def __get__(self, obj: Any, owner: type | None = None) -> Any:
-        if obj is None:
-            return self
-        return obj._own_logger or NodeLogger(obj)
-
-    def __set__(self, obj: Any, value: Any) -> None:
-        if type(value) is not Logger:
-            obj._own_logger = value
+@functools.lru_cache(maxsize=4096)
+def node_logger(name: str) -> NodeLogger:
+    """The logger of the nodes named `name` (shared: it holds nothing but the name)."""
+    return NodeLogger(name)
 
 
 class _Blackboards:
@@ -131,14 +126,17 @@ class _NoChildren:
 
 
 class LeanBehaviour:
-    """A mixin, before the py_trees class in the bases: no stored `iterator` or `logger`, the
-    `blackboards` list made only when used."""
+    """A mixin, before the py_trees class in the bases: no stored `iterator`, a shared `logger`,
+    the `blackboards` list made only when used."""
 
     iterator = _Iterator()
     qualified_name = _QualifiedName()
     blackboards = _Blackboards()
-    logger = _NodeLogging()
-    _own_logger: Any = None  # a logger set by hand (class defaults: a miss costs no exception)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # py_trees' Logger(name) replaced (setattr: the attribute keeps py_trees' declared type)
+        setattr(self, "logger", node_logger(self.name))  # noqa: B010
 
 
 @functools.cache
@@ -169,3 +167,4 @@ class LeanLeaf(LeanBehaviour):
         self.parent: py_trees.behaviour.Behaviour | None = None
         self.feedback_message = ""
         self.blackbox_level = BlackBoxLevel.NOT_A_BLACKBOX
+        setattr(self, "logger", node_logger(name))  # noqa: B010 - see LeanBehaviour

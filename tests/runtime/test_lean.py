@@ -165,9 +165,7 @@ def test_a_lean_leaf_has_every_attribute_py_trees_gives_a_behaviour() -> None:
         Condition(3, "True")  # type: ignore[arg-type]
 
 
-def test_a_logger_set_by_hand_is_kept() -> None:
-    node = Lean("a")
-    assert type(node.logger).__name__ == "NodeLogger" and "logger" not in vars(node)
-    custom = object()
-    node.logger = custom  # type: ignore[assignment]
-    assert node.logger is custom
+def test_nodes_of_one_name_share_a_logger() -> None:
+    first, second = Lean("a"), Condition("a", "True")
+    assert type(first.logger).__name__ == "NodeLogger" and first.logger is second.logger
+    assert Lean("b").logger is not first.logger and first.logger.prefix == Plain("a").logger.prefix
