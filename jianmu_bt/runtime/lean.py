@@ -132,6 +132,7 @@ class LeanBehaviour:
     iterator = _Iterator()
     qualified_name = _QualifiedName()
     blackboards = _Blackboards()
+    name: str  # set by py_trees' Behaviour.__init__
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
