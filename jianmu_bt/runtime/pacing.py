@@ -10,6 +10,10 @@ every tick follows an LLM reply or a tool result, never waits for the cap.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
+
+import py_trees
+from py_trees.common import Status
 
 #: Ticks that may follow each other without waiting before the rate applies.
 TICK_BURST = 10
@@ -44,3 +48,18 @@ class TickPacer:
         self._last = now + wait
         self._allowance = allowance - 1.0
         return wait
+
+
+def seconds_to_deadline(
+    timeouts: Iterable[py_trees.decorators.Timeout], idle_interval: float | None
+) -> float | None:
+    """Seconds until the next deadline a tick must meet: a running `Timeout` decorator's finish
+    time (a millisecond after, so that the tick finds it passed), or `idle_interval`; None when
+    there is none."""
+    deadline = idle_interval
+    now = time.monotonic()
+    for node in timeouts:
+        if node.status == Status.RUNNING:
+            remaining = max(node.finish_time - now, 0.0) + 1e-3
+            deadline = remaining if deadline is None else min(deadline, remaining)
+    return deadline

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import py_trees
 from py_trees.common import Status
 
 
@@ -33,3 +35,14 @@ class RunResult:
         if self.paused:
             return "paused"
         return "succeeded" if self.status == Status.SUCCESS else "failed"
+
+
+def failure_reason(
+    nodes: Iterable[py_trees.behaviour.Behaviour], statuses: Mapping[str, Status]
+) -> str:
+    """Why a run failed: the feedback of the last of `nodes` (in tree order) that ended in
+    FAILURE with a message, as "name: message"; "" when none has one."""
+    for node in reversed(list(nodes)):
+        if statuses.get(str(node.id)) == Status.FAILURE and node.feedback_message:
+            return f"{node.name}: {node.feedback_message}"
+    return ""

@@ -17,23 +17,25 @@ import contextlib
 import functools
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 import anyio
-import anyio.from_thread
 import anyio.lowlevel
 import py_trees
 from anyio.from_thread import BlockingPortal
 from py_trees.common import Status
 
 from jianmu_bt.runtime.async_node import ContextNode
+from jianmu_bt.runtime.background import BackgroundLoop
 from jianmu_bt.runtime.context import LoopHandle, RunContext
 from jianmu_bt.runtime.events import EventBus
-from jianmu_bt.runtime.pacing import TickPacer
+from jianmu_bt.runtime.pacing import TickPacer, seconds_to_deadline
 from jianmu_bt.runtime.progress import node_keys, only_work_can_move, tree_progress
-from jianmu_bt.runtime.results import RunResult as RunResult  # re-exported: its old home
+from jianmu_bt.runtime.results import (
+    RunResult as RunResult,  # re-exported: its old home
+    failure_reason,
+)
 from jianmu_bt.runtime.services import RunGuard
 from jianmu_bt.runtime.state import StateManager
 from jianmu_bt.runtime.task_groups import (
@@ -43,6 +45,7 @@ from jianmu_bt.runtime.task_groups import (
     create_task_group,
     on_asyncio,
     start_soon,
+    within,
 )
 from jianmu_bt.runtime.wakeup import Wakeup
 
@@ -97,17 +100,15 @@ class TreeRunner:
         self._wakeup = Wakeup()
         self._looping = False  # a run loop (arun) is ticking: wake() reaches it
         self._loop_handle: LoopHandle | None = None
-        self._portal_cm: AbstractContextManager[BlockingPortal] | None = None
-        self._portal: BlockingPortal | None = None
-        self._host_done: anyio.Event | None = None
+        self._background: BackgroundLoop | None = None
         self._error = ""
         self._unsubscribe = state.subscribe(self._state_changed)
         self._paused = False
 
     @functools.cached_property
     def node_keys(self) -> list[str]:
-        """Each node's stable key (see `node_keys`), in `root.iterate()` order; worked out when
-        first needed (a durable run, a checkpoint), and then given to the nodes (`node_key`)."""
+        """Each node's stable key (`node_keys`), in `root.iterate()` order: worked out when first
+        needed (a journal, a checkpoint), and given to the nodes as their `node_key`."""
         keys = node_keys(self.root)
         for node, key in zip(self.nodes, keys, strict=True):
             if isinstance(node, ContextNode):
@@ -173,15 +174,6 @@ class TreeRunner:
             events.emit("tree.tick", tick=self.tick_count, status=self.root.status.value)
         return self.root.status
 
-    def _seconds_to_next_deadline(self) -> float | None:
-        deadline = self.idle_interval
-        now = time.monotonic()
-        for node in self._timeouts:
-            if node.status == Status.RUNNING:
-                remaining = max(node.finish_time - now, 0.0) + 1e-3
-                deadline = remaining if deadline is None else min(deadline, remaining)
-        return deadline
-
     async def _loop(self) -> Status:
         pacer = TickPacer(self.max_ticks_per_second)
         stall = self.stall_interval
@@ -211,7 +203,7 @@ class TreeRunner:
                 stall = self.stall_interval
                 await anyio.lowlevel.checkpoint()  # let newly spawned work start
                 continue
-            wait = self._seconds_to_next_deadline()
+            wait = seconds_to_deadline(self._timeouts, self.idle_interval)
             if self.context.in_flight == 0:
                 # Nothing can wake us (no work in flight): a decorator's own counter may still be
                 # moving (a Repeat over a OneShot), so look again — sooner after a change, backing
@@ -247,7 +239,6 @@ class TreeRunner:
                 journal.checkpoint_source = functools.partial(self.checkpoint, None)
         started = time.monotonic()
         # A run inside the loop that step-by-step ticks use must give that loop back afterwards.
-        outer_loop = self._loop_handle
         outer_group, outer_wake = self.context.attachment  # unpacked: no tuple kept meanwhile
         self._loop_handle = LoopHandle()
         self._looping = True
@@ -261,7 +252,7 @@ class TreeRunner:
                 if journal is not None:  # not a node's work: it must not count as in flight
                     lease = anyio.CancelScope()
                     group = cast(LoopTaskGroup, task_group)  # made: needs_group
-                    start_soon(group, _within, lease, journal.keep_lease)
+                    start_soon(group, within, lease, journal.keep_lease)
                 try:
                     if timeout is None:
                         status = await self._loop()
@@ -283,12 +274,13 @@ class TreeRunner:
         finally:
             self.context.attach(outer_group, outer_wake)
             self._looping = False
-            self._loop_handle = outer_loop
+            self._loop_handle = None
+        ok = status == Status.SUCCESS
         result = RunResult(
             status=status,
             state=self.state.get(),
             ticks=self.tick_count,
-            reason=self._error or (self._failure_reason(final) if status != Status.SUCCESS else ""),
+            reason=self._error or (failure_reason(self.nodes, final) if not ok else ""),
             run_id=self.context.run_id,
             duration=time.monotonic() - started,
             node_statuses=final,
@@ -310,8 +302,8 @@ class TreeRunner:
     ) -> RunResult:
         """Blocking form of `arun` (from code that is not already inside an event loop)."""
         work = functools.partial(self.arun, inputs, timeout=timeout)
-        if self._portal is not None:
-            return self._portal.call(work)
+        if self._background is not None:
+            return self._background.portal.call(work)
         return anyio.run(work)
 
     def tick(self) -> Status:
@@ -331,7 +323,7 @@ class TreeRunner:
             if self.context.journal is not None:
                 self.node_keys  # noqa: B018 - the journal keys each node's entries by them
             if self.context.in_flight or self._looping:
-                return self.background_loop().call(self._tick_once)
+                return self._background_loop().portal.call(self._tick_once)
             outer = self.context.attachment
             starts = DeferredStarts()
             self.context.attach(starts, outer[1])
@@ -339,19 +331,13 @@ class TreeRunner:
                 return self._tick_once()
             finally:
                 self.context.attach(*outer)
-                if starts:
-                    self._start_in_background(starts)
-
-    def _start_in_background(self, starts: DeferredStarts) -> None:
-        self.background_loop()  # its host task group takes the work
-        loop = self._loop_handle
-        if loop is not None:  # set by the host before the loop is handed out
-            loop.call_soon(starts.run)
+                if starts:  # the background loop's task group takes the work
+                    self._background_loop().start(starts)
 
     @property
     def has_background_loop(self) -> bool:
         """True while the event loop that `tick()` started is running."""
-        return self._portal is not None
+        return self._background is not None
 
     def background_loop(self) -> BlockingPortal:
         """The blocking portal of the event loop step-by-step ticks use, started on first use.
@@ -359,23 +345,12 @@ class TreeRunner:
         Work that must live in the same loop as the nodes' tasks (opening a provider before the
         first tick, for example) runs there with `background_loop().call(fn)`.
         """
-        if self._portal is None:
-            self._portal_cm = anyio.from_thread.start_blocking_portal()
-            self._portal = portal = self._portal_cm.__enter__()
-            portal.start_task(self._host)
-        return self._portal
+        return self._background_loop().portal
 
-    async def _host(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
-        # Holds the task group that step-by-step ticks spawn node work into.
-        self._loop_handle = LoopHandle()
-        self._host_done = anyio.Event()
-        async with create_task_group() as task_group:
-            self.context.attach(task_group, self.wake)
-            task_status.started()
-            await self._host_done.wait()
-            self.halt()  # cancels every task the nodes started
-            await self.context.settle()
-        self.context.attach(None, self.wake)
+    def _background_loop(self) -> BackgroundLoop:
+        if self._background is None:
+            self._background = BackgroundLoop(self.context, self.wake, self.halt)
+        return self._background
 
     def halt(self) -> None:
         """Stop every running node (terminate(INVALID)) and cancel all in-flight work."""
@@ -386,13 +361,9 @@ class TreeRunner:
     def close(self) -> None:
         """Stop the background loop that `tick()` started and stop listening to the state."""
         self._unsubscribe()
-        if self._portal is not None:
-            if self._host_done is not None:
-                self._portal.call(self._host_done.set)
-            if self._portal_cm is not None:
-                self._portal_cm.__exit__(None, None, None)
-            self._portal = self._portal_cm = self._host_done = None
-            self._loop_handle = None
+        if self._background is not None:
+            self._background.close()
+            self._background = None
 
     def __enter__(self) -> TreeRunner:
         return self
@@ -426,17 +397,6 @@ class TreeRunner:
             data["state"] = self.state.snapshot()
         return data
 
-    def _failure_reason(self, statuses: Mapping[str, Status]) -> str:
-        for node in reversed(self.nodes):
-            if statuses.get(str(node.id)) == Status.FAILURE and node.feedback_message:
-                return f"{node.name}: {node.feedback_message}"
-        return ""
-
 
 _NO_GROUP = contextlib.nullcontext(LOOP_TASKS)
 """What a run that needs no task group enters instead (one for every run: it keeps nothing)."""
-
-
-async def _within(scope: anyio.CancelScope, work: Callable[[], Awaitable[None]]) -> None:
-    with scope:
-        await work()

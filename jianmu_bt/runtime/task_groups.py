@@ -16,7 +16,7 @@ and `RunContext.settle` waits for it): a run that needs a group for nothing else
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -85,3 +85,9 @@ def start_soon(
         group.create_task(fn(*args))
     else:
         group.start_soon(fn, *args)
+
+
+async def within(scope: anyio.CancelScope, work: Callable[[], Awaitable[None]]) -> None:
+    """Run `work()` inside `scope` (a task whose scope its starter keeps, to cancel it alone)."""
+    with scope:
+        await work()
