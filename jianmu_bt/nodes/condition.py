@@ -37,7 +37,7 @@ class Condition(ContextNode):
         rename: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(name=name)
-        self.expression = check if isinstance(check, SafeExpression) else SafeExpression(check)
+        self.expression = check if isinstance(check, SafeExpression) else SafeExpression.of(check)
         # Only the names that change are kept: most conditions rename nothing, and share this.
         changed = {n: key for n, key in (rename or {}).items() if n != key}
         self.rename: Mapping[str, str] = changed or _NO_RENAME

@@ -202,7 +202,9 @@ class RunContext:
                 if handle.cancelled:
                     handle.scope.cancel()
                 try:
-                    handle.result = await work()
+                    running = work()
+                    del work  # the callable (a node's bound method) is not kept while it runs
+                    handle.result = await running
                 except Exception as exc:
                     handle.error = exc
                 except (anyio.get_cancelled_exc_class(), GeneratorExit):

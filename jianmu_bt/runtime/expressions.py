@@ -131,8 +131,22 @@ class SafeExpression:
         ) as exc:
             raise ExpressionError(f"{type(exc).__name__}: {exc}") from None
 
+    @classmethod
+    def of(cls, text: str) -> SafeExpression:
+        """The checked expression of `text`: one object per distinct text, shared (it never
+        changes, so the conditions of a tree built for each of many runs share one). A refusal
+        raises as the constructor's does."""
+        if cls is SafeExpression and isinstance(text, str) and len(text) <= MAX_LENGTH:
+            return _shared(text)
+        return cls(text)
+
     def __repr__(self) -> str:
         return f"SafeExpression({self.text!r})"
+
+
+@functools.lru_cache(maxsize=1024)
+def _shared(text: str) -> SafeExpression:
+    return SafeExpression(text)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -12,6 +12,7 @@ import pytest
 from py_trees.common import Status
 
 from jianmu_bt.nodes.condition import Condition, SafeExpression
+from jianmu_bt.runtime.expressions import ExpressionError
 from jianmu_bt.runtime.lean import LeanBehaviour, lean
 
 
@@ -169,3 +170,14 @@ def test_nodes_of_one_name_share_a_logger() -> None:
     first, second = Lean("a"), Condition("a", "True")
     assert type(first.logger).__name__ == "NodeLogger" and first.logger is second.logger
     assert Lean("b").logger is not first.logger and first.logger.prefix == Plain("a").logger.prefix
+
+
+def test_conditions_of_the_same_text_share_one_expression_and_refuse_alike() -> None:
+    first, second = Condition("a", "x > 1"), Condition("b", "x > 1")
+    assert first.expression is second.expression and first.expression is not SafeExpression("x > 1")
+    for bad in ("x >", "__import__('os')", "x" * 3000):
+        with pytest.raises(ExpressionError) as shared:
+            SafeExpression.of(bad)
+        with pytest.raises(ExpressionError) as made:
+            SafeExpression(bad)
+        assert str(shared.value) == str(made.value)
