@@ -12,8 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
-import anyio.from_thread
-from anyio.from_thread import BlockingPortal
+from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from jianmu_bt.runtime.context import LoopHandle, RunContext
 from jianmu_bt.runtime.task_groups import DeferredStarts, create_task_group
@@ -33,7 +32,7 @@ class BackgroundLoop:
         self._context, self._wake, self._halt = context, wake, halt
         self._loop: LoopHandle | None = None
         self._done: anyio.Event | None = None
-        self._portal_cm = anyio.from_thread.start_blocking_portal()
+        self._portal_cm = start_blocking_portal()
         self.portal: BlockingPortal = self._portal_cm.__enter__()
         self.portal.start_task(self._host)
 

@@ -6,9 +6,8 @@ decorators such as `Retry` make progress), unless every running node only waits 
 flight (our AsyncNodes, under Sequences and Selectors with memory): a tick then could change
 nothing, whatever the last one changed or wrote, and the next one waits for the work. Ticks
 that follow finished work run at once; the others are capped per second (`TickPacer`), and all
-of them in total. The run ends at the root's first
-SUCCESS or FAILURE; halting cancels every in-flight task, and nothing keeps running after
-`run`/`arun` return.
+of them in total. The run ends at the root's first SUCCESS or FAILURE; halting cancels every
+in-flight task, and nothing keeps running after `run`/`arun` return.
 """
 
 from __future__ import annotations

@@ -67,6 +67,18 @@ def blocking_tool(recorder: Recorder, release: threading.Event, **options):
     return work
 
 
+def held(recorder: Recorder, release: threading.Event):
+    """A plain function that records its run and blocks until `release` is set."""
+
+    def body() -> str:
+        recorder.enter("first")
+        release.wait(WAIT)
+        recorder.leave("first")
+        return "done"
+
+    return body
+
+
 def waiting(found) -> int:
     """Calls of `found` waiting for its overruns (0 where there is no such record)."""
     record = getattr(found, "_overruns", None)
@@ -272,12 +284,7 @@ def test_overruns_record_wakes_every_waiter_when_the_last_thread_ends():
 def test_the_anyio_thread_path_reports_its_overrun_too():
     """The path used on backends other than asyncio (exercised here on asyncio)."""
     recorder, release = Recorder(), threading.Event()
-
-    def body() -> str:
-        recorder.enter("first")
-        release.wait(WAIT)
-        recorder.leave("first")
-        return "done"
+    body = held(recorder, release)
 
     async def scenario() -> None:
         assert await _run_in_anyio_thread(lambda x: x * 2, (21,)) == 42
@@ -340,12 +347,7 @@ def test_an_async_tool_whose_own_thread_is_abandoned_files_the_overrun() -> None
     # An async tool called without a timeout runs as its own coroutine (no `_dispatch` frame):
     # `call` files the overrun its cancelled thread left, as `_dispatch` would have.
     recorder, release = Recorder(), threading.Event()
-
-    def body() -> str:
-        recorder.enter("first")
-        release.wait(WAIT)
-        recorder.leave("first")
-        return "done"
+    body = held(recorder, release)
 
     @tool
     async def offload() -> str:
