@@ -158,8 +158,19 @@ class LeanLeaf(LeanBehaviour):
     """
 
     children = _NoChildren()
+    #: Whether py_trees' `Behaviour` comes right after LeanBehaviour in the class's bases (our
+    #: nodes): else another class between them may need its `__init__`, and it runs as usual.
+    _bare_init: bool = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        mro = cls.__mro__
+        cls._bare_init = mro[mro.index(LeanBehaviour) + 1] is py_trees.behaviour.Behaviour
 
     def __init__(self, name: str) -> None:
+        if not self._bare_init:
+            LeanBehaviour.__init__(self, name)
+            return
         if not isinstance(name, str):
             raise TypeError(f"a behaviour name should be a string, but you passed in {type(name)}")
         self.id = uuid.uuid4()

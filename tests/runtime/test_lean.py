@@ -181,3 +181,18 @@ def test_conditions_of_the_same_text_share_one_expression_and_refuse_alike() -> 
         with pytest.raises(ExpressionError) as made:
             SafeExpression(bad)
         assert str(shared.value) == str(made.value)
+
+
+def test_a_leaf_mixed_with_another_behaviour_class_runs_that_class_init() -> None:
+    class Counted(py_trees.behaviour.Behaviour):
+        def __init__(self, name: str) -> None:
+            super().__init__(name)
+            self.made = True
+
+    class Mixed(Condition, Counted):
+        pass
+
+    node = Mixed("m", "True")
+    assert node.made and node.name == "m" and node.status is Status.INVALID
+    assert type(node.logger).__name__ == "NodeLogger" and "iterator" not in vars(node)
+    assert Condition._bare_init and not Mixed._bare_init
