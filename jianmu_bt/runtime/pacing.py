@@ -5,15 +5,23 @@ itself (a `Repeat` over instant behaviours, idle polling, deadlines) is held to 
 second on average. Work that finishes (a node's task ended, a state write from outside the tick)
 refills the bucket, so the ticks it triggers run as soon as it is done: a busy agent loop, whose
 every tick follows an LLM reply or a tool result, never waits for the cap.
+
+With it, what else decides when the next tick is due: `seconds_to_deadline` (a `Timeout`
+decorator's finish time, the idle interval) and `only_work_can_move` (a tick now would change
+nothing until work in flight ends).
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterable
+from typing import cast
 
 import py_trees
 from py_trees.common import Status
+
+from jianmu_bt.runtime.async_node import AsyncNode
 
 #: Ticks that may follow each other without waiting before the rate applies.
 TICK_BURST = 10
@@ -63,3 +71,39 @@ def seconds_to_deadline(
             remaining = max(node.finish_time - now, 0.0) + 1e-3
             deadline = remaining if deadline is None else min(deadline, remaining)
     return deadline
+
+
+def only_work_can_move(nodes: Iterable[py_trees.behaviour.Behaviour]) -> bool:
+    """True when a tick now would change no status: every RUNNING node is either an AsyncNode
+    (as ours: its status is its work's) whose work is still in flight, or a Sequence or Selector
+    with memory (as py_trees': it resumes at its running child). The next tick may then wait
+    for the work to end, whatever the last tick changed or wrote."""
+    running = Status.RUNNING
+    for node in nodes:
+        if node.status is not running:
+            continue
+        kind = _kind(type(node))
+        if kind == _RESUMES:
+            if not cast(py_trees.composites.Sequence, node).memory:
+                return False
+        elif kind != _WORKS or not cast(AsyncNode, node).working:
+            return False
+    return True
+
+
+_RESUMES, _WORKS, _OTHER = 1, 2, 0
+
+
+@functools.cache
+def _kind(cls: type) -> int:
+    """How a RUNNING node of class `cls` behaves at its next tick, by its unchanged methods."""
+    for composite in (py_trees.composites.Sequence, py_trees.composites.Selector):
+        if issubclass(cls, composite) and cls.tick is composite.tick:
+            return _RESUMES
+    if (
+        issubclass(cls, AsyncNode)
+        and cls.update is AsyncNode.update
+        and cls.tick is py_trees.behaviour.Behaviour.tick
+    ):
+        return _WORKS
+    return _OTHER

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterable, Sequence
-from typing import Any, cast
+from collections.abc import Sequence
+from typing import Any
 
 import py_trees
 from py_trees.common import Status
-
-from jianmu_bt.runtime.async_node import AsyncNode
 
 
 def node_keys(root: py_trees.behaviour.Behaviour) -> list[str]:
@@ -45,39 +42,3 @@ def tree_progress(
             entry["iterations"] = iterations
         found[key] = entry
     return {"tick": tick, "nodes": found}
-
-
-def only_work_can_move(nodes: Iterable[py_trees.behaviour.Behaviour]) -> bool:
-    """True when a tick now would change no status: every RUNNING node is either an AsyncNode
-    (as ours: its status is its work's) whose work is still in flight, or a Sequence or Selector
-    with memory (as py_trees': it resumes at its running child). The next tick may then wait
-    for the work to end, whatever the last tick changed or wrote."""
-    running = Status.RUNNING
-    for node in nodes:
-        if node.status is not running:
-            continue
-        kind = _kind(type(node))
-        if kind == _RESUMES:
-            if not cast(py_trees.composites.Sequence, node).memory:
-                return False
-        elif kind != _WORKS or not cast(AsyncNode, node).working:
-            return False
-    return True
-
-
-_RESUMES, _WORKS, _OTHER = 1, 2, 0
-
-
-@functools.cache
-def _kind(cls: type) -> int:
-    """How a RUNNING node of class `cls` behaves at its next tick, by its unchanged methods."""
-    for composite in (py_trees.composites.Sequence, py_trees.composites.Selector):
-        if issubclass(cls, composite) and cls.tick is composite.tick:
-            return _RESUMES
-    if (
-        issubclass(cls, AsyncNode)
-        and cls.update is AsyncNode.update
-        and cls.tick is py_trees.behaviour.Behaviour.tick
-    ):
-        return _WORKS
-    return _OTHER

@@ -29,8 +29,8 @@ from jianmu_bt.runtime.async_node import ContextNode
 from jianmu_bt.runtime.background import BackgroundLoop
 from jianmu_bt.runtime.context import LoopHandle, RunContext
 from jianmu_bt.runtime.events import EventBus
-from jianmu_bt.runtime.pacing import TickPacer, seconds_to_deadline
-from jianmu_bt.runtime.progress import node_keys, only_work_can_move, tree_progress
+from jianmu_bt.runtime.pacing import TickPacer, only_work_can_move, seconds_to_deadline
+from jianmu_bt.runtime.progress import node_keys, tree_progress
 from jianmu_bt.runtime.results import (
     RunResult as RunResult,  # re-exported: its old home
     failure_reason,
