@@ -148,9 +148,12 @@ def broken(x: int) -> int:
 @tool
 def sleepy(seconds: float, pid_file: str = "") -> str:
     """Sleep, writing this process's pid to `pid_file` first (each test its own: a Ray task
-    retried after its worker was killed may still write it long after its test)."""
+    retried after its worker was killed may still write it long after its test). The pid is
+    written to a side file and renamed into place, so a test that sees the file sees the pid."""
     if pid_file:
-        Path(pid_file).write_text(str(os.getpid()))
+        partial = Path(f"{pid_file}.{os.getpid()}.part")
+        partial.write_text(str(os.getpid()))
+        partial.replace(pid_file)
     time.sleep(seconds)
     return "woke"
 
