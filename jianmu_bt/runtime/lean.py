@@ -19,12 +19,13 @@ class (a composite, a decorator) made lean.
 from __future__ import annotations
 
 import functools
-import uuid
 from typing import Any, TypeVar
 
 import py_trees
 from py_trees.common import BlackBoxLevel, Status
 from py_trees.logging import Level, Logger
+
+from jianmu_bt.runtime.node_ids import node_id
 
 B = TypeVar("B", bound=type[py_trees.behaviour.Behaviour])
 
@@ -154,7 +155,8 @@ class LeanLeaf(LeanBehaviour):
     Its `__init__` sets what py_trees' `Behaviour.__init__` sets and the descriptors above do not
     make on demand, without calling it: that one would make a generator, a formatted name, a
     logger and a list, only for each to be dropped (a test holds the two to the same
-    attributes). (`id` is drawn here all the same: py_trees' `add_child` reads it.)
+    attributes). (`id` is drawn here all the same, py_trees' `add_child` reads it: a version-4
+    UUID as py_trees makes, from `node_id`, which is quicker.)
     """
 
     children = _NoChildren()
@@ -173,7 +175,7 @@ class LeanLeaf(LeanBehaviour):
             return
         if not isinstance(name, str):
             raise TypeError(f"a behaviour name should be a string, but you passed in {type(name)}")
-        self.id = uuid.uuid4()
+        self.id = node_id()
         self.name = name
         self.status = Status.INVALID
         self.parent: py_trees.behaviour.Behaviour | None = None
