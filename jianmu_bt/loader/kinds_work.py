@@ -200,10 +200,8 @@ register_kind(
 
 
 def _expression(config: ConditionConfig) -> SafeExpression:
-    # Parsed once per node: io, outcome and build share it. Kept in the config's private
-    # values, read directly: pydantic's attribute path for a private name is slow.
-    private = config.__pydantic_private__
-    compiled: SafeExpression | None = private.get("_compiled") if private else None
+    # Parsed once per node: io, outcome and build share it (kept in the config's slot).
+    compiled: SafeExpression | None = getattr(config, "_expression", None)
     if compiled is None:
         try:
             compiled = SafeExpression(config.check)
@@ -214,7 +212,7 @@ def _expression(config: ConditionConfig) -> SafeExpression:
                 code="bad-expression",
                 offset=exc.offset,
             ) from None
-        config._compiled = compiled
+        object.__setattr__(config, "_expression", compiled)  # a slot: no pydantic checks
     return compiled
 
 

@@ -15,7 +15,6 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
-    PrivateAttr,
     StringConstraints,
     Tag,
     model_validator,
@@ -335,8 +334,10 @@ class ConditionConfig(NodeConfig):
 
     check: Text = Field(description="An expression over state fields, e.g. 'total > 10'.")
     # The parsed expression, kept by the kind for this node's io, outcome and build (one
-    # parse per node, and nothing held once the load is over).
-    _compiled: Any = PrivateAttr(default=None)
+    # parse per node, and nothing held once the load is over). A slot, not a pydantic private
+    # attribute: those make every validated instance set up a private dict, about a tenth of
+    # a condition's validation. Copies and pickles leave it out (the kind parses again).
+    __slots__ = ("_expression",)
 
 
 class SetConfig(NodeConfig):
