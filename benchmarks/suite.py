@@ -1,9 +1,14 @@
 """Run benchmark areas, print one table, write the results as JSON and plot the headline rows.
 
 `python -m benchmarks` runs every area (see `benchmarks/__main__.py`); each area script runs its
-own areas with the same options (`python benchmarks/bench_toolset.py --quick`). The machine's
-load is read before and after each area: when the 1-minute load is above the number of usable
-CPUs, the area's verdicts read "load" (measured under load: not a verdict) instead of yes/NO.
+own areas with the same options (`python benchmarks/bench_toolset.py --quick`). Each area runs in
+a fresh process of its own (`benchmarks/worker.py`), as pyperf runs each benchmark: it starts
+from its own imports, not from the modules, heap, caches and threads the areas before it left
+(a full pass of the garbage collector walks every object alive, so another area's imports made
+the concurrent-runs row 30% slower). `--same-process` runs them all in this one instead. The
+machine's load is read before and after each area: when the 1-minute load is above the number
+of usable CPUs, the area's verdicts read "load" (measured under load: not a verdict) instead of
+yes/NO.
 """
 
 from __future__ import annotations
@@ -12,8 +17,11 @@ import argparse
 import gc
 import json
 import os
+import pickle
 import platform
+import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -23,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import report
-from benchmarks.harness import RESULTS, Row, Section, Settings
+from benchmarks.harness import PROCESS_ENV, RESULTS, Row, Section, Settings
 from benchmarks.table import print_sections
 
 Area = Callable[[Settings], Section]
@@ -96,6 +104,11 @@ def parse(argv: Sequence[str] | None, areas: Mapping[str, Area], prog: str) -> a
     parser.add_argument(
         "--out", type=Path, default=RESULTS, help=f"folder for latest.json (default {RESULTS})"
     )
+    parser.add_argument(
+        "--same-process",
+        action="store_true",
+        help="run every area in this process, one after another (each weighs on the next)",
+    )
     options = parser.parse_args(argv)
     chosen = [name.strip() for name in options.only.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in areas]
@@ -125,20 +138,65 @@ def mark_load(section: Section, before: float, after: float) -> dict[str, float]
     return {"before": round(before, 2), "after": round(after, 2)}
 
 
-def run_area(name: str, area: Area, settings: Settings) -> Section:
-    """One area's section; an area that fails becomes a row saying why, not a crash."""
+#: The longest one area's process may take (the slowest takes about a minute).
+AREA_TIMEOUT = 1800.0
+
+
+def area_address(area: Area) -> tuple[str, str]:
+    """The module and qualified name a fresh process imports `area` by."""
+    module = area.__module__
+    if module == "__main__":  # an area script run as `python benchmarks/bench_x.py`
+        module = f"benchmarks.{Path(sys.modules['__main__'].__file__ or '').stem}"
+    return module, area.__qualname__
+
+
+def measure_apart(area: Area, settings: Settings) -> Section:
+    """`area(settings)`, measured in a fresh process of its own (see the module's docstring)."""
+    module, name = area_address(area)
+    with tempfile.TemporaryDirectory(prefix="jianmu-bench-") as folder:
+        request, result = Path(folder, "request.json"), Path(folder, "result.pickle")
+        request.write_text(
+            json.dumps(
+                {
+                    "module": module,
+                    "name": name,
+                    "quick": settings.quick,
+                    "out": str(settings.out),
+                    "sys_path": sys.path,
+                    "result": str(result),
+                }
+            ),
+            encoding="utf-8",
+        )
+        worker = Path(__file__).with_name("worker.py")
+        done = subprocess.run(
+            [sys.executable, str(worker), str(request)], env=PROCESS_ENV, timeout=AREA_TIMEOUT
+        )
+        if not result.exists():
+            raise RuntimeError(f"the area's process ended with status {done.returncode}")
+        outcome = pickle.loads(result.read_bytes())
+    if "error" in outcome:
+        raise RuntimeError(outcome["error"])
+    return outcome["section"]
+
+
+def run_area(name: str, area: Area, settings: Settings, apart: bool = True) -> Section:
+    """One area's section, measured in a fresh process (`apart`) or in this one; an area that
+    fails becomes a row saying why, not a crash."""
     before = os.getloadavg()[0]
     try:
-        section = area(settings)
+        section = measure_apart(area, settings) if apart else area(settings)
     except Exception as exc:  # one broken area must not hide the others' numbers
-        traceback.print_exc()
-        reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+        if not apart:
+            traceback.print_exc()  # (a process of its own has printed its traceback)
+        reason = (str(exc) if apart else f"{type(exc).__name__}: {exc}").splitlines()[0][:200]
         row = Row(f"{name}: not measured", None, None, "-", None, "-", None, note=reason)
         section = Section(f"{name} (failed)", [row])
     for row in section.rows:
         row.area = name
     section.data["load"] = mark_load(section, before, os.getloadavg()[0])
-    gc.collect()  # the next area starts without this one's garbage
+    if not apart:
+        gc.collect()  # the next area starts without this one's garbage
     return section
 
 
@@ -160,7 +218,7 @@ def main(areas: Mapping[str, Area], argv: Sequence[str] | None = None, prog: str
     sections = []
     for name in options.areas:
         print(f"measuring {name} ...", file=sys.stderr, flush=True)
-        sections.append(run_area(name, areas[name], settings))
+        sections.append(run_area(name, areas[name], settings, not options.same_process))
     elapsed = time.perf_counter() - started
     print()
     print_sections(sections)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import report, suite
-from benchmarks.harness import Section, faster, info, limit, within
+from benchmarks.harness import Section, Settings, faster, info, limit, within
 from benchmarks.table import format_rows
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,3 +131,36 @@ def test_only_a_full_run_of_every_area_replaces_the_committed_plot(tmp_path: Pat
     assert where("--quick") == suite.RESULTS / "report.png"
     assert where("--only", "a") == suite.RESULTS / "report.png"
     assert where("--out", str(tmp_path)) == tmp_path / "report.png"
+
+
+def pid_area(settings) -> Section:
+    """An area that says which process measured it."""
+    return Section("pid", [info("pid", float(os.getpid()))], data={"quick": settings.quick})
+
+
+def failing_area(settings) -> Section:
+    raise ValueError("no anchor for this")
+
+
+def dying_area(settings) -> Section:
+    os._exit(3)
+
+
+def test_each_area_runs_in_a_fresh_process_unless_asked_otherwise(tmp_path: Path) -> None:
+    settings = Settings(quick=True, out=tmp_path)
+    apart = suite.run_area("pid", pid_area, settings)
+    assert apart.title == "pid" and apart.data["quick"] is True
+    assert apart.rows[0].ours != os.getpid() and apart.rows[0].area == "pid"
+    assert set(apart.data["load"]) == {"before", "after"}
+    here = suite.run_area("pid", pid_area, settings, apart=False)
+    assert here.rows[0].ours == os.getpid()
+
+
+def test_an_area_that_raises_or_dies_in_its_process_becomes_a_failed_row(tmp_path: Path) -> None:
+    settings = Settings(quick=True, out=tmp_path)
+    failed = suite.run_area("broken", failing_area, settings)
+    assert failed.title == "broken (failed)"
+    assert failed.rows[0].note == "ValueError: no anchor for this"
+    died = suite.run_area("dead", dying_area, settings)
+    assert died.title == "dead (failed)"
+    assert died.rows[0].note == "the area's process ended with status 3"
