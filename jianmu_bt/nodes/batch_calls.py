@@ -100,7 +100,7 @@ class _Batch:
         self.results[id_of(call)] = result
 
     async def _go_on(self, tool: Tool, call: ToolCall, first: ToolResult) -> None:
-        token = enter_call(call.id, self.progress(tool, call))
+        outer = enter_call(call.id, self.progress(tool, call))
         try:
             self.results[id_of(call)] = await run_tool_call(
                 self.context,
@@ -114,16 +114,16 @@ class _Batch:
                 started=self.started,
             )
         finally:
-            leave_call(token)
+            leave_call(outer)
 
     async def run_inline(self, tool: Tool, call: ToolCall) -> None:
         """The first attempt of a call that runs on the loop: here, now."""
         emit_started(self.events, self.node, tool, call)
-        token = enter_call(call.id, self.progress(tool, call))
+        outer = enter_call(call.id, self.progress(tool, call))
         try:
             result = await tool.call(call.arguments, timeout=self.timeout)
         finally:
-            leave_call(token)
+            leave_call(outer)
         self.finish(tool, call, result)
 
     def submit(
@@ -138,11 +138,11 @@ class _Batch:
         if isinstance(job, ToolResult):
             self.finish(tool, call, job)
             return None
-        token = enter_call(call.id, self.progress(tool, call))  # the job runs in a copy
+        outer = enter_call(call.id, self.progress(tool, call))  # the job runs in a copy
         try:
             future = pool.submit(job)
         finally:
-            leave_call(token)
+            leave_call(outer)
         limit = tool.timeout if self.timeout is None else self.timeout
         deadline = float("inf") if limit is None else time.monotonic() + limit
         return future, _Running(tool, call, limit, deadline)

@@ -63,11 +63,11 @@ async def run_tool_call(
         events = None  # nobody listens as the call starts: its events cost nothing
     if runner is None and context is not None:
         runner = context.tool_runner
-    token = None
+    outer = None  # the call scope this call replaces, put back at its end
     if idempotency_key is not None:
         if wants_idempotency_key(tool):
             injected = {**(injected or {}), IDEMPOTENCY_PARAMETER: idempotency_key}
-        token = enter_call(idempotency_key, progress_events(events, node, tool.name, call.id))
+        outer = enter_call(idempotency_key, progress_events(events, node, tool.name, call.id))
     try:
         if first is None:
             emit_started(events, node, tool, call)
@@ -93,8 +93,8 @@ async def run_tool_call(
         emit_finished(events, node, tool, call, result, started, attempts)
         return result
     finally:
-        if token is not None:
-            leave_call(token)
+        if outer is not None:
+            leave_call(outer)
 
 
 async def _retried(

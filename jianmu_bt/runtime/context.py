@@ -195,23 +195,31 @@ class RunContext:
     async def _run(
         self, handle: TaskHandle, work: Callable[[], Awaitable[Any]], timeout: float | None
     ) -> None:
-        # One cancel scope for both a cancel and the node's timeout (its deadline).
+        # One cancel scope for both a cancel and the node's timeout (its deadline). Entered and
+        # left by hand, as a with-block would: that one keeps the bound `__exit__` for as long
+        # as the work runs, an object per task for the collector to walk.
         deadline = math.inf if timeout is None else anyio.current_time() + timeout
         try:
-            with anyio.CancelScope(deadline=deadline) as handle.scope:
+            scope = handle.scope = anyio.CancelScope(deadline=deadline)
+            scope.__enter__()
+            try:
                 if handle.cancelled:
-                    handle.scope.cancel()
-                try:
-                    running = work()
-                    del work  # the callable (a node's bound method) is not kept while it runs
-                    handle.result = await running
-                except Exception as exc:
-                    handle.error = exc
-                except (anyio.get_cancelled_exc_class(), GeneratorExit):
+                    scope.cancel()
+                running = work()
+                del work  # the callable (a node's bound method) is not kept while it runs
+                handle.result = await running
+            except Exception as exc:
+                handle.error = exc
+                scope.__exit__(None, None, None)
+            except (anyio.get_cancelled_exc_class(), GeneratorExit) as exc:
+                if not scope.__exit__(type(exc), exc, exc.__traceback__):
                     raise
-                except BaseException as exc:  # KeyboardInterrupt, SystemExit...: ends the run
-                    handle.error = self.escaped = exc
-            if handle.scope.cancelled_caught and not handle.cancelled and timeout is not None:
+            except BaseException as exc:  # KeyboardInterrupt, SystemExit...: ends the run
+                handle.error = self.escaped = exc
+                scope.__exit__(None, None, None)
+            else:
+                scope.__exit__(None, None, None)
+            if scope.cancelled_caught and not handle.cancelled and timeout is not None:
                 handle.error = NodeTimeoutError(f"timed out after {timeout}s")
         finally:
             handle.done = True

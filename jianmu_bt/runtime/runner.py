@@ -12,7 +12,6 @@ in-flight task, and nothing keeps running after `run`/`arun` return.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import threading
 import time
@@ -101,7 +100,9 @@ class TreeRunner:
         self._loop_handle: LoopHandle | None = None
         self._background: BackgroundLoop | None = None
         self._error = ""
-        self._unsubscribe = state.subscribe(self._state_changed)
+        # `close` unsubscribes by the callback: what `subscribe` returns is not kept (an object
+        # per run for the collector to walk).
+        state.subscribe(self._state_changed)
         self._paused = False
 
     @functools.cached_property
@@ -245,7 +246,7 @@ class TreeRunner:
         try:
             # A group only for the lease of a durable run, or for the work off asyncio.
             needs_group = journal is not None or not on_asyncio()
-            async with create_task_group() if needs_group else _NO_GROUP as task_group:
+            async with create_task_group() if needs_group else LOOP_TASKS as task_group:
                 self.context.attach(task_group, self.wake)
                 lease = None
                 if journal is not None:  # not a node's work: it must not count as in flight
@@ -359,7 +360,7 @@ class TreeRunner:
 
     def close(self) -> None:
         """Stop the background loop that `tick()` started and stop listening to the state."""
-        self._unsubscribe()
+        self.state.unsubscribe(self._state_changed)
         if self._background is not None:
             self._background.close()
             self._background = None
@@ -395,7 +396,3 @@ class TreeRunner:
         if full:
             data["state"] = self.state.snapshot()
         return data
-
-
-_NO_GROUP = contextlib.nullcontext(LOOP_TASKS)
-"""What a run that needs no task group enters instead (one for every run: it keeps nothing)."""

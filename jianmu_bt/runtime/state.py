@@ -267,7 +267,9 @@ class StateManager:
             self._subscribers = (*self._subscribers, callback)
         return _Unsubscribe(self, callback)
 
-    def _unsubscribe(self, callback: StateSubscriber) -> None:
+    def unsubscribe(self, callback: StateSubscriber) -> None:
+        """Stop calling `callback` (one equal to it: a bound method of the same object works
+        too); nothing happens when it is not subscribed."""
         with self._lock:
             subscribers = list(self._subscribers)
             if callback in subscribers:
@@ -368,4 +370,4 @@ class _Unsubscribe:
         self._callback = callback
 
     def __call__(self) -> None:
-        self._state._unsubscribe(self._callback)
+        self._state.unsubscribe(self._callback)

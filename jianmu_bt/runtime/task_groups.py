@@ -6,8 +6,8 @@ gives every task a handle, a cancel scope and an event): a run with one async no
 asyncio's tasks, so the work in them is cancelled the same way.
 
 On asyncio the work nodes spawn needs no group at all (`RunContext.spawn` makes a task of its own
-and `RunContext.settle` waits for it): a run that needs a group for nothing else attaches
-`LOOP_TASKS` instead of making one (a group and its set of tasks: about 450 bytes a run).
+and `RunContext.settle` waits for it): a run that needs a group for nothing else enters and
+attaches `LOOP_TASKS` instead of making one (a group and its set of tasks: about 450 bytes a run).
 
 `DeferredStarts` stands in for a task group while a tick runs outside the event loop's thread
 (see `TreeRunner.tick`): it keeps the starts and makes them in the loop afterwards.
@@ -47,9 +47,22 @@ class DeferredStarts:
 
 
 class LoopTasks:
-    """Attached in place of a task group on asyncio: spawned work becomes tasks of their own."""
+    """Attached in place of a task group on asyncio: spawned work becomes tasks of their own.
+
+    A run that needs no group enters it where it would enter one (`async with LOOP_TASKS as
+    group` gives LOOP_TASKS). Its `__aenter__` and `__aexit__` are static: entering binds no
+    method object, where a with-block keeps the bound `__aexit__` for as long as the run lasts.
+    """
 
     __slots__ = ()
+
+    @staticmethod
+    async def __aenter__() -> LoopTasks:
+        return LOOP_TASKS
+
+    @staticmethod
+    async def __aexit__(*exc_info: object) -> None:
+        return None
 
     def __repr__(self) -> str:
         return "LOOP_TASKS"

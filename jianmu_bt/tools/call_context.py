@@ -13,7 +13,9 @@ the client as a progress notification) installs a sink with `progress_sink(...)`
 call the report goes nowhere. A sink may be called from a worker thread.
 
 Both live in one context variable, set once per call by the node that runs it (`enter_call`,
-`leave_call`): a call pays one set and one reset, whatever it carries.
+`leave_call`): a call pays one set and one more to put back what was there, whatever it
+carries. (What `enter_call` hands back is that earlier scope, not a `contextvars.Token`: a token
+would be one more object kept for as long as the call runs.)
 """
 
 from __future__ import annotations
@@ -41,15 +43,17 @@ _OUTSIDE = CallScope()
 _CALL: ContextVar[CallScope] = ContextVar("jianmu_call", default=_OUTSIDE)
 
 
-def enter_call(key: str | None, progress: ProgressSink | None = None) -> Token[CallScope]:
+def enter_call(key: str | None, progress: ProgressSink | None = None) -> CallScope:
     """Mark the current context as running a call with this key and progress sink; returns the
-    token for `leave_call`."""
-    return _CALL.set(CallScope(key, progress))
+    scope it replaces, for `leave_call`."""
+    previous = _CALL.get()
+    _CALL.set(CallScope(key, progress))
+    return previous
 
 
-def leave_call(token: Token[CallScope]) -> None:
-    """Undo `enter_call`."""
-    _CALL.reset(token)
+def leave_call(previous: CallScope) -> None:
+    """Undo `enter_call`: `previous` is what it returned."""
+    _CALL.set(previous)
 
 
 def idempotency_key() -> str | None:
