@@ -43,6 +43,10 @@ class LoopHandle:
     __slots__ = ("_loop", "_thread", "_token")
 
     def __init__(self) -> None:
+        self.bind()
+
+    def bind(self) -> None:
+        """Run callbacks in the event loop running in this thread (`__init__` binds to it)."""
         self._thread = threading.get_ident()
         try:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()

@@ -26,7 +26,7 @@ from py_trees.common import Status
 
 from jianmu_bt.runtime.async_node import ContextNode
 from jianmu_bt.runtime.background import BackgroundLoop
-from jianmu_bt.runtime.context import LoopHandle, RunContext
+from jianmu_bt.runtime.context import RunContext
 from jianmu_bt.runtime.events import EventBus
 from jianmu_bt.runtime.pacing import TickPacer, only_work_can_move, seconds_to_deadline
 from jianmu_bt.runtime.progress import node_keys, tree_progress
@@ -97,12 +97,11 @@ class TreeRunner:
         self._changed = True
         self._wakeup = Wakeup()
         self._looping = False  # a run loop (arun) is ticking: wake() reaches it
-        self._loop_handle: LoopHandle | None = None
         self._background: BackgroundLoop | None = None
         self._error = ""
         # `close` unsubscribes by the callback: what `subscribe` returns is not kept (an object
-        # per run for the collector to walk).
-        state.subscribe(self._state_changed)
+        # per run for the collector to walk). The wakeup is the callback: a state write wakes us.
+        state.subscribe(self._wakeup)
         self._paused = False
 
     @functools.cached_property
@@ -124,13 +123,7 @@ class TreeRunner:
 
     def wake(self) -> None:
         """Ask for a tick soon; safe to call from any thread."""
-        wakeup, loop = self._wakeup, self._loop_handle
-        if not self._looping or wakeup.is_set() or loop is None:
-            return
-        loop.call_soon(wakeup.set)  # never blocks the writing thread
-
-    def _state_changed(self, _keys: frozenset[str]) -> None:
-        self.wake()
+        self._wakeup()
 
     # -- ticking ---------------------------------------------------------------------------
 
@@ -234,20 +227,20 @@ class TreeRunner:
         if journal is not None:
             self.node_keys  # noqa: B018 - the journal keys each node's entries by them
             journal.closing = False
-            journal.on_pause = self.wake
+            journal.on_pause = self._wakeup
             if journal.checkpoint_source is None:
                 journal.checkpoint_source = functools.partial(self.checkpoint, None)
         started = time.monotonic()
         # A run inside the loop that step-by-step ticks use must give that loop back afterwards.
         outer_group, outer_wake = self.context.attachment  # unpacked: no tuple kept meanwhile
-        self._loop_handle = LoopHandle()
+        self._wakeup.open()
         self._looping = True
         status = Status.FAILURE
         try:
             # A group only for the lease of a durable run, or for the work off asyncio.
             needs_group = journal is not None or not on_asyncio()
             async with create_task_group() if needs_group else LOOP_TASKS as task_group:
-                self.context.attach(task_group, self.wake)
+                self.context.attach(task_group, self._wakeup)
                 lease = None
                 if journal is not None:  # not a node's work: it must not count as in flight
                     lease = anyio.CancelScope()
@@ -274,7 +267,7 @@ class TreeRunner:
         finally:
             self.context.attach(outer_group, outer_wake)
             self._looping = False
-            self._loop_handle = None
+            self._wakeup.close()
         ok = status == Status.SUCCESS
         result = RunResult(
             status=status,
@@ -360,7 +353,7 @@ class TreeRunner:
 
     def close(self) -> None:
         """Stop the background loop that `tick()` started and stop listening to the state."""
-        self.state.unsubscribe(self._state_changed)
+        self.state.unsubscribe(self._wakeup)
         if self._background is not None:
             self._background.close()
             self._background = None

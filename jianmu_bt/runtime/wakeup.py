@@ -1,4 +1,10 @@
-"""Wakeup: the runner's "something changed" flag, awaited with an optional deadline.
+"""Wakeup: the runner's "something changed" flag, raised from any thread, awaited with an
+optional deadline.
+
+Calling it raises the flag in the run loop's thread (at once from that thread, soon from another,
+through its `LoopHandle` part), while a run loop has it open. Being callable itself, it is what
+the runner gives its context, its state (as a subscriber) and a journal to wake it: no bound
+method of the runner is kept for each of them, for as long as the run lasts.
 
 The runner waits for it between ticks, once per tick, so it is kept small: a flag, and while
 someone waits a bare asyncio future (about 100 bytes), awaited directly (no coroutine of its
@@ -18,16 +24,34 @@ from typing import Any
 
 import anyio
 
+from jianmu_bt.runtime.context import LoopHandle
 
-class Wakeup:
-    """A flag set from the event loop's thread and awaited by one task at a time."""
 
-    __slots__ = ("_is_set", "_timer", "_waiter")
+class Wakeup(LoopHandle):
+    """A flag raised from any thread (by calling it) and awaited by one task at a time."""
 
-    def __init__(self) -> None:
+    __slots__ = ("_is_set", "_open", "_timer", "_waiter")
+
+    def __init__(self) -> None:  # no event loop yet: `open` binds the one a run loop runs in
         self._is_set = False
+        self._open = False
         self._waiter: Any = None  # an asyncio future, or an anyio.Event off asyncio
         self._timer: asyncio.TimerHandle | None = None
+
+    def open(self) -> None:
+        """Let calls reach the event loop running in this thread (a run loop starts)."""
+        self.bind()
+        self._open = True
+
+    def close(self) -> None:
+        """Calls do nothing from now on (the run loop has ended)."""
+        self._open = False
+
+    def __call__(self, *_changed: object) -> None:
+        """Ask the open run loop for a tick: raise the flag in its thread, never blocking the
+        caller (a state subscriber's changed keys are ignored); closed, do nothing."""
+        if self._open and not self._is_set:
+            self.call_soon(self.set)
 
     def is_set(self) -> bool:
         """Whether `set()` was called since the last `clear()`."""
@@ -38,7 +62,7 @@ class Wakeup:
         self._is_set = False
 
     def set(self) -> None:
-        """Raise the flag and wake the waiting task (call it in the event loop's thread)."""
+        """Raise the flag and wake the waiting task (in the event loop's thread: else call it)."""
         if self._is_set:
             return
         self._is_set = True
