@@ -12,50 +12,20 @@ import asyncio
 import gc
 
 import anyio
-import py_trees
-from pydantic import BaseModel
 
-from jianmu_bt import tool
-from jianmu_bt.nodes import Condition, SetValues, ToolNode
+from benchmarks.bench_memory import Gate, SmallState, gate_tool, small_tree
 from jianmu_bt.runtime import StateManager, TreeRunner
 
 RUNS = 300
 #: Objects per waiting run, counted below: the run's own (runner, state, context, nodes, the
-#: tool call's task, cancel scope and coroutines) and this test's task and coroutines around it.
-MOST_OBJECTS = 57
-
-
-class Small(BaseModel):
-    count: int = 0
-    answer: str | None = None
+#: tool call's task, cancel scope and coroutines) and the benchmark's task, gate and coroutines
+#: around it (the same small tree and tool as the benchmark's).
+MOST_OBJECTS = 58
 
 
 async def _objects_per_waiting_run() -> float:
-    release = asyncio.get_running_loop().create_future()
-    waiting = 0
-    all_waiting = anyio.Event()
-
-    @tool(name="wait")
-    async def wait() -> str:
-        """Wait until released."""
-        nonlocal waiting
-        waiting += 1
-        if waiting == RUNS:
-            all_waiting.set()
-        await release
-        return "done"
-
-    def small_tree() -> py_trees.behaviour.Behaviour:
-        root = py_trees.composites.Sequence("run", memory=True)
-        root.add_children(
-            [
-                SetValues("start", {"count": 1}),
-                ToolNode(wait, output_key="answer"),
-                Condition("check", "count == 1"),
-            ]
-        )
-        return root
-
+    gate = Gate(RUNS)
+    wait = gate_tool(gate)
     results = []
 
     async def run(runner: TreeRunner) -> None:
@@ -65,11 +35,11 @@ async def _objects_per_waiting_run() -> float:
     before = len(gc.get_objects())
     async with asyncio.TaskGroup() as group:
         for _ in range(RUNS):
-            group.create_task(run(TreeRunner(small_tree(), StateManager(Small))))
-        await all_waiting.wait()
+            group.create_task(run(TreeRunner(small_tree(wait), StateManager(SmallState))))
+        await gate.all_waiting.wait()
         gc.collect()
         alive = len(gc.get_objects()) - before
-        release.set_result(None)
+        gate.open()
     assert len(results) == RUNS and all(result.ok for result in results)
     return alive / RUNS
 
