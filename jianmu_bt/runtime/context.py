@@ -209,18 +209,19 @@ class RunContext:
             try:
                 if handle.cancelled:
                     scope.cancel()
-                running = work()
-                del work  # the callable (a node's bound method) is not kept while it runs
-                handle.result = await running
-            except Exception as exc:
-                handle.error = exc
-                scope.__exit__(None, None, None)
-            except (anyio.get_cancelled_exc_class(), GeneratorExit) as exc:
+                try:
+                    running = work()
+                    del work  # the callable (a node's bound method) is not kept while it runs
+                    handle.result = await running
+                except Exception as exc:
+                    handle.error = exc
+                except (anyio.get_cancelled_exc_class(), GeneratorExit):
+                    raise
+                except BaseException as exc:  # KeyboardInterrupt, SystemExit...: ends the run
+                    handle.error = self.escaped = exc
+            except BaseException as exc:  # a cancellation: the scope swallows its own
                 if not scope.__exit__(type(exc), exc, exc.__traceback__):
                     raise
-            except BaseException as exc:  # KeyboardInterrupt, SystemExit...: ends the run
-                handle.error = self.escaped = exc
-                scope.__exit__(None, None, None)
             else:
                 scope.__exit__(None, None, None)
             if scope.cancelled_caught and not handle.cancelled and timeout is not None:

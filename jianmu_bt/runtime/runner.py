@@ -95,8 +95,7 @@ class TreeRunner:
         # a tuple: the shared empty one when there are none (most trees)
         self._timeouts = tuple(n for n in self.nodes if isinstance(n, py_trees.decorators.Timeout))
         self._changed = True
-        self._wakeup = Wakeup()
-        self._looping = False  # a run loop (arun) is ticking: wake() reaches it
+        self._wakeup = Wakeup()  # open while a run loop (arun) ticks: wake() reaches it
         self._background: BackgroundLoop | None = None
         self._error = ""
         # `close` unsubscribes by the callback: what `subscribe` returns is not kept (an object
@@ -234,7 +233,6 @@ class TreeRunner:
         # A run inside the loop that step-by-step ticks use must give that loop back afterwards.
         outer_group, outer_wake = self.context.attachment  # unpacked: no tuple kept meanwhile
         self._wakeup.open()
-        self._looping = True
         status = Status.FAILURE
         try:
             # A group only for the lease of a durable run, or for the work off asyncio.
@@ -266,7 +264,6 @@ class TreeRunner:
             self._raise_escaped()  # also one raised by work cleaning up after the last tick
         finally:
             self.context.attach(outer_group, outer_wake)
-            self._looping = False
             self._wakeup.close()
         ok = status == Status.SUCCESS
         result = RunResult(
@@ -315,7 +312,7 @@ class TreeRunner:
             self._raise_escaped()
             if self.context.journal is not None:
                 self.node_keys  # noqa: B018 - the journal keys each node's entries by them
-            if self.context.in_flight or self._looping:
+            if self.context.in_flight or self._wakeup.is_open:
                 return self._background_loop().portal.call(self._tick_once)
             outer = self.context.attachment
             starts = DeferredStarts()

@@ -47,6 +47,11 @@ class Wakeup(LoopHandle):
         """Calls do nothing from now on (the run loop has ended)."""
         self._open = False
 
+    @property
+    def is_open(self) -> bool:
+        """Whether a run loop has it open (between `open` and `close`)."""
+        return self._open
+
     def __call__(self, *_changed: object) -> None:
         """Ask the open run loop for a tick: raise the flag in its thread, never blocking the
         caller (a state subscriber's changed keys are ignored); closed, do nothing."""
