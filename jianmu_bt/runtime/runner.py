@@ -16,7 +16,7 @@ import functools
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import anyio.lowlevel
@@ -47,9 +47,32 @@ from jianmu_bt.runtime.task_groups import (
 )
 from jianmu_bt.runtime.wakeup import Wakeup
 
+if TYPE_CHECKING:
+    from jianmu_bt.runtime.journal import RunJournal
+
 TERMINAL = (Status.SUCCESS, Status.FAILURE)
 # The longest wait between looks at a tree that nothing can wake (see `stall_interval`).
 MAX_STALL_INTERVAL = 1.0
+
+
+class _NoDeadline:
+    """Entered where `anyio.move_on_after(timeout)` is when a run has no timeout: it does
+    nothing, and costs nothing (static methods: a with-block binds no `__exit__` to keep for as
+    long as the run lasts)."""
+
+    __slots__ = ()
+    cancelled_caught = False
+
+    @staticmethod
+    def __enter__() -> _NoDeadline:
+        return NO_DEADLINE
+
+    @staticmethod
+    def __exit__(*exc_info: object) -> None:
+        return None
+
+
+NO_DEADLINE = _NoDeadline()
 
 
 class TreeRunner:
@@ -166,48 +189,19 @@ class TreeRunner:
             events.emit("tree.tick", tick=self.tick_count, status=self.root.status.value)
         return self.root.status
 
-    async def _loop(self) -> Status:
-        pacer = TickPacer(self.max_ticks_per_second)
-        stall = self.stall_interval
-        wake = self._wakeup
-        while True:
-            wake.clear()
-            delay = pacer.delay()
-            if delay:
-                await anyio.sleep(delay)
-            if self.context.escaped is not None:  # arun raises it, out of any task group
-                return Status.FAILURE
-            status = self._tick_once()
-            if status in TERMINAL:
-                return status
-            journal = self.context.journal
-            if journal is not None and journal.ready_to_pause:
-                self._paused = True
-                return status
-            if self.max_ticks is not None and self.tick_count >= self.max_ticks:
-                self._error = f"stopped after {self.tick_count} ticks (max_ticks={self.max_ticks})"
-                return Status.FAILURE
-            if (self._changed or wake.is_set()) and only_work_can_move(self.nodes):
-                # A started step and its own writes: the next tick waits for the work.
-                self._changed = False
-                wake.clear()
-            if self._changed:
-                stall = self.stall_interval
-                await anyio.lowlevel.checkpoint()  # let newly spawned work start
-                continue
-            wait = seconds_to_deadline(self._timeouts, self.idle_interval)
-            if self.context.in_flight == 0:
-                # Nothing can wake us (no work in flight): a decorator's own counter may still be
-                # moving (a Repeat over a OneShot), so look again — sooner after a change, backing
-                # off while nothing moves, so an idle tree costs almost no CPU.
-                wait = stall if wait is None else min(wait, stall)
-                stall = min(stall * 2, MAX_STALL_INTERVAL)
-            # Set already: the tick's own state writes; set while waiting: work finished.
-            if wake.is_set():
-                continue
-            await wake.wait(wait)
-            if wake.is_set():
-                pacer.work_done()
+    def _ended(self, status: Status) -> Status | None:
+        """The status the run ends with after a tick that left the root at `status` (ended,
+        paused, or out of ticks), or None while it goes on."""
+        if status in TERMINAL:
+            return status
+        journal = self.context.journal
+        if journal is not None and journal.ready_to_pause:
+            self._paused = True
+            return status
+        if self.max_ticks is not None and self.tick_count >= self.max_ticks:
+            self._error = f"stopped after {self.tick_count} ticks (max_ticks={self.max_ticks})"
+            return Status.FAILURE
+        return None
 
     # -- running ---------------------------------------------------------------------------
 
@@ -218,41 +212,64 @@ class TreeRunner:
 
         `inputs` are written to the state first (validated; a bad input raises before any tick).
         """
-        if inputs:
-            self.state.update(inputs)
-        self._error = ""
-        self._paused = False
-        journal = self.context.journal
-        if journal is not None:
-            self.node_keys  # noqa: B018 - the journal keys each node's entries by them
-            journal.closing = False
-            journal.on_pause = self._wakeup
-            if journal.checkpoint_source is None:
-                journal.checkpoint_source = functools.partial(self.checkpoint, None)
+        # The tick loop is written out here, not awaited as a coroutine of its own: each frame
+        # a waiting run holds is memory and an object for the collector, times every run.
+        journal = self._prepare(inputs)
         started = time.monotonic()
         # A run inside the loop that step-by-step ticks use must give that loop back afterwards.
         outer_group, outer_wake = self.context.attachment  # unpacked: no tuple kept meanwhile
-        self._wakeup.open()
+        wake = self._wakeup
+        wake.open()
         status = Status.FAILURE
         try:
             # A group only for the lease of a durable run, or for the work off asyncio.
             needs_group = journal is not None or not on_asyncio()
             async with create_task_group() if needs_group else LOOP_TASKS as task_group:
-                self.context.attach(task_group, self._wakeup)
+                self.context.attach(task_group, wake)
                 lease = None
                 if journal is not None:  # not a node's work: it must not count as in flight
                     lease = anyio.CancelScope()
                     group = cast(LoopTaskGroup, task_group)  # made: needs_group
                     start_soon(group, within, lease, journal.keep_lease)
                 try:
-                    if timeout is None:
-                        status = await self._loop()
-                    else:
-                        with anyio.move_on_after(timeout) as deadline:
-                            status = await self._loop()
-                        if deadline.cancelled_caught:
-                            self._error = f"the run timed out after {timeout}s"
-                            status = Status.FAILURE
+                    with NO_DEADLINE if timeout is None else anyio.move_on_after(timeout) as limit:
+                        pacer = TickPacer(self.max_ticks_per_second)
+                        stall = self.stall_interval
+                        while True:
+                            wake.clear()
+                            delay = pacer.delay()
+                            if delay:
+                                await anyio.sleep(delay)
+                            if self.context.escaped is not None:  # raised below, out of groups
+                                break
+                            ended = self._ended(self._tick_once())
+                            if ended is not None:
+                                status = ended
+                                break
+                            if (self._changed or wake.is_set()) and only_work_can_move(self.nodes):
+                                # A started step and its own writes: the next tick waits for it.
+                                self._changed = False
+                                wake.clear()
+                            if self._changed:
+                                stall = self.stall_interval
+                                await anyio.lowlevel.checkpoint()  # let new work start
+                                continue
+                            wait = seconds_to_deadline(self._timeouts, self.idle_interval)
+                            if self.context.in_flight == 0:
+                                # Nothing can wake us (no work in flight): a decorator's own
+                                # counter may still be moving (a Repeat over a OneShot), so look
+                                # again, sooner after a change, backing off while nothing moves.
+                                wait = stall if wait is None else min(wait, stall)
+                                stall = min(stall * 2, MAX_STALL_INTERVAL)
+                            # Set already: the tick's own writes; set while waiting: work ended.
+                            if wake.is_set():
+                                continue
+                            await wake.wait(wait)
+                            if wake.is_set():
+                                pacer.work_done()
+                    if limit.cancelled_caught:
+                        self._error = f"the run timed out after {timeout}s"
+                        status = Status.FAILURE
                 finally:
                     final = self.node_statuses()
                     if journal is not None:
@@ -264,7 +281,28 @@ class TreeRunner:
             self._raise_escaped()  # also one raised by work cleaning up after the last tick
         finally:
             self.context.attach(outer_group, outer_wake)
-            self._wakeup.close()
+            wake.close()
+        return self._result(status, final, started)
+
+    def _prepare(self, inputs: Mapping[str, Any] | None) -> RunJournal | None:
+        """Before a run: the inputs written, the last run's outcome cleared, a durable run's
+        journal told how to wake and checkpoint this runner. Returns the journal, if any."""
+        if inputs:
+            self.state.update(inputs)
+        self._error = ""
+        self._paused = False
+        journal = self.context.journal
+        if journal is not None:
+            self.node_keys  # noqa: B018 - the journal keys each node's entries by them
+            journal.closing = False
+            journal.on_pause = self._wakeup
+            if journal.checkpoint_source is None:
+                journal.checkpoint_source = functools.partial(self.checkpoint, None)
+        return journal
+
+    def _result(self, status: Status, final: dict[str, Status], started: float) -> RunResult:
+        """The RunResult of a run that ended at `status` (`final`: every node's last status),
+        announced as `tree.finished`."""
         ok = status == Status.SUCCESS
         result = RunResult(
             status=status,
@@ -276,6 +314,7 @@ class TreeRunner:
             node_statuses=final,
             paused=self._paused,
         )
+        journal = self.context.journal
         if result.paused:
             result.reason = journal.pause_reason or "" if journal is not None else ""
         self.events.emit(
