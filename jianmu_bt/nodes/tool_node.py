@@ -22,6 +22,7 @@ from jianmu_bt.nodes.calling import run_tool_call
 from jianmu_bt.nodes.guarding import announce, verdicts_when_decided
 from jianmu_bt.nodes.options import DEFAULT_CALL_OPTIONS, CallOptions
 from jianmu_bt.runtime.async_node import AsyncNode
+from jianmu_bt.runtime.context import RunContext
 from jianmu_bt.runtime.journal import RunJournal
 from jianmu_bt.runtime.services import RunGuard
 from jianmu_bt.runtime.templates import render
@@ -77,18 +78,41 @@ class ToolNode(AsyncNode):
             return {} if value is None else value
         return {}
 
-    async def run_async(self) -> bool:
-        journal = self.context.journal if self.context else None
+    def run_async(self) -> Awaitable[ToolResult]:
+        """The step's call: its ToolResult, which `work_ended` applies. A plain function: on the
+        common path (no durable run, no guard) what it returns is the call itself, and no frame
+        of the node's own waits while the tool runs."""
+        context = self.context
+        if context is not None and (context.journal is not None or context.guard is not None):
+            return self._checked_call(context)
+        call_id = new_call_id()
+        return self._call(ToolCall(self.tool.name, self.resolve_input(), call_id), None, call_id)
+
+    def work_ended(self, result: ToolResult) -> bool:
+        """Apply the call's result as it ends: output to `output_key` and SUCCESS, or FAILURE
+        with the error as the feedback message."""
+        self.last_result = result
+        if not result.ok:
+            self.feedback_message = result.error or "the tool failed"
+            return False
+        if self.output_key is not None:
+            self.state.write_port(self.output_key, result.output)
+        return True
+
+    async def _checked_call(self, context: RunContext) -> ToolResult:
+        """The call of a durable run (journaled), or one the run's guard must allow first."""
+        journal = context.journal
         if journal is not None:
-            return self._finish(await self._journaled(journal))
+            return await self._journaled(journal)
         call_id = new_call_id()
         call = ToolCall(self.tool.name, self.resolve_input(), call_id)
-        guard = self.context.guard if self.context else None
+        guard = context.guard
         if guard is not None:
             refusal = await self._ask_guard(guard, call)
             if refusal is not None:
-                return self._refused(call, refusal)
-        return self._finish(await self._call(call, guard, call_id))
+                self.emit("tool.call.failed", tool=call.name, call_id=call.id, error=refusal.error)
+                return refusal
+        return await self._call(call, guard, call_id)
 
     def _call(
         self, call: ToolCall, guard: RunGuard | None, idempotency_key: str
@@ -106,12 +130,6 @@ class ToolNode(AsyncNode):
             guard=guard,
             idempotency_key=idempotency_key,
         )
-
-    def _refused(self, call: ToolCall, refusal: ToolResult) -> bool:
-        self.last_result = refusal
-        self.feedback_message = refusal.error or ""
-        self.emit("tool.call.failed", tool=call.name, call_id=call.id, error=refusal.error)
-        return False
 
     async def _journaled(self, journal: RunJournal) -> ToolResult:
         """One entry of the step in a durable run (see `jianmu_bt.nodes.journaled`)."""
@@ -169,15 +187,6 @@ class ToolNode(AsyncNode):
         journal.ended()
         journal.write(write("done" if result.ok else "failed", result), full=False)
         return result
-
-    def _finish(self, result: ToolResult) -> bool:
-        self.last_result = result
-        if not result.ok:
-            self.feedback_message = result.error or "the tool failed"
-            return False
-        if self.output_key is not None:
-            self.state.write_port(self.output_key, result.output)
-        return True
 
     async def _ask_guard(
         self, guard: RunGuard, call: ToolCall, on_hold: Callable[[], None] | None = None

@@ -8,14 +8,15 @@ Lifecycle (py_trees' own, honoured exactly):
 | `update()` | RUNNING while the work runs; then its outcome; never blocks |
 | `terminate(INVALID)` | cancels the work (a halt or a preemption by a parent) |
 
-The outcome of `run_async()`: a `Status`, or True/False/None for SUCCESS/FAILURE/SUCCESS. An
-exception (or the node's `timeout`) becomes FAILURE with the reason in `feedback_message`; nothing
-escapes `tick()`.
+The outcome of `run_async()`: a `Status`, or True/False/None for SUCCESS/FAILURE/SUCCESS (after
+`work_ended`, which a node may override to make it from another result). An exception (or the
+node's `timeout`) becomes FAILURE with the reason in `feedback_message`; nothing escapes `tick()`.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 import py_trees
@@ -67,7 +68,9 @@ class ContextNode(LeanLeaf, py_trees.behaviour.Behaviour):
 class AsyncNode(ContextNode):
     """A behaviour whose work is `async run_async()`, run by the tree runner's event loop.
 
-    Subclasses implement `run_async`. `timeout` (seconds) bounds the work; None means no limit.
+    Subclasses implement `run_async`: an `async def`, or a plain function that returns an
+    awaitable (no coroutine frame of the node's own while the work waits). `timeout` (seconds)
+    bounds the work; None means no limit.
     """
 
     def __init__(self, name: str, timeout: float | None = None) -> None:
@@ -75,9 +78,16 @@ class AsyncNode(ContextNode):
         self.timeout = timeout
         self._handle: TaskHandle | None = None
 
-    async def run_async(self) -> Status | bool | None:
-        """The node's work. Return a Status, or True/None for SUCCESS and False for FAILURE."""
+    def run_async(self) -> Awaitable[Any]:
+        """The node's work. Its result: a Status, or True/None for SUCCESS and False for FAILURE
+        (or what `work_ended` makes one of these from)."""
         raise NotImplementedError  # abstract: every concrete node implements its own work
+
+    def work_ended(self, result: Any) -> Any:
+        """The outcome of the work from its result, in the work's task as it ends (an exception
+        here fails the node as one from the work would). The result as it is, unless a node
+        overrides this."""
+        return result
 
     def initialise(self) -> None:
         """Start the work (a new attempt each time the node is entered)."""
@@ -86,7 +96,7 @@ class AsyncNode(ContextNode):
         if self.context is None:
             self._handle = None
             return
-        self._handle = self.context.spawn(self.run_async, timeout=self.timeout)
+        self._handle = self.context.spawn(self, timeout=self.timeout)
 
     def update(self) -> Status:
         """RUNNING until the work ends, then its outcome; never blocks and never raises."""

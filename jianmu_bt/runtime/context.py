@@ -14,7 +14,7 @@ import os
 import threading
 from asyncio import events
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import anyio
 import anyio.from_thread
@@ -30,6 +30,18 @@ if TYPE_CHECKING:
     from jianmu_bt.runtime.state import StateManager
     from jianmu_bt.runtime.task_groups import LoopTaskGroup, TaskGroup
     from jianmu_bt.tools.runners import ToolRunner
+
+
+class Work(Protocol):
+    """What `RunContext.spawn` runs: an AsyncNode's work, and what its result becomes."""
+
+    def run_async(self) -> Awaitable[Any]:
+        """Start the work: the awaitable of its result."""
+        ...
+
+    def work_ended(self, result: Any) -> Any:
+        """The work's outcome from its result, in the work's task as it ends."""
+        ...
 
 
 class LoopHandle:
@@ -157,8 +169,9 @@ class RunContext:
         """Ask the runner for a tick soon (something changed)."""
         self._wake()
 
-    def spawn(self, work: Callable[[], Awaitable[Any]], timeout: float | None = None) -> TaskHandle:
-        """Run `work()` as a task of the run; the handle records how it ended.
+    def spawn(self, work: Work, timeout: float | None = None) -> TaskHandle:
+        """Run `work.run_async()` as a task of the run; the handle records how it ended, with
+        `work.work_ended(result)` as its result.
 
         Exceptions are captured in the handle, never raised into a task group, so one failing
         node cannot tear down its siblings. A `timeout` ends the work with NodeTimeoutError.
@@ -179,9 +192,7 @@ class RunContext:
             self._start(handle, work, timeout)
         return handle
 
-    def _start(
-        self, handle: TaskHandle, work: Callable[[], Awaitable[Any]], timeout: float | None
-    ) -> None:
+    def _start(self, handle: TaskHandle, work: Work, timeout: float | None) -> None:
         group = self._task_group
         if group is None:  # deferred, and the loop has ended meanwhile: the run was halted
             return
@@ -196,9 +207,7 @@ class RunContext:
         else:  # not asyncio: the runner's anyio task group
             start_soon(cast("LoopTaskGroup", group), self._run, handle, work, timeout)
 
-    async def _run(
-        self, handle: TaskHandle, work: Callable[[], Awaitable[Any]], timeout: float | None
-    ) -> None:
+    async def _run(self, handle: TaskHandle, work: Work, timeout: float | None) -> None:
         # One cancel scope for both a cancel and the node's timeout (its deadline). Entered and
         # left by hand, as a with-block would: that one keeps the bound `__exit__` for as long
         # as the work runs, an object per task for the collector to walk.
@@ -210,9 +219,7 @@ class RunContext:
                 if handle.cancelled:
                     scope.cancel()
                 try:
-                    running = work()
-                    del work  # the callable (a node's bound method) is not kept while it runs
-                    handle.result = await running
+                    handle.result = work.work_ended(await work.run_async())
                 except Exception as exc:
                     handle.error = exc
                 except (anyio.get_cancelled_exc_class(), GeneratorExit):
