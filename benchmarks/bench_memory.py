@@ -1,8 +1,8 @@
 """Many concurrent runs in one process: 10,000 runs of a small tree, their time and memory.
 
-Ours: 10,000 `TreeRunner.arun()` calls in one `asyncio.TaskGroup` (as `asyncio.gather` would run
-them; an anyio task group adds about 3.7 KiB of its own to every task), each over its own
-`StateManager`, of a
+Ours: 10,000 `TreeRunner.arun()` coroutines, each a task of one `asyncio.TaskGroup` (as
+`asyncio.gather` would run them; an anyio task group adds about 3.7 KiB of its own to every task),
+each over its own `StateManager`, of a
 Sequence of `SetValues` (writes `count`), a `ToolNode` whose async tool waits, and a `Condition`
 (`count == 1`). Time: from building the first run to the end of the last, the tools released as
 soon as every run waits in one (target at most 2 s). Memory is taken when every run is waiting
@@ -36,7 +36,7 @@ from benchmarks.harness import Section, Settings, Traced, info, limit, within
 from benchmarks.suite import main
 from jianmu_bt import Tool, tool
 from jianmu_bt.nodes import Condition, SetValues, ToolNode
-from jianmu_bt.runtime import StateManager, TreeRunner
+from jianmu_bt.runtime import RunResult, StateManager, TreeRunner
 
 RUNS = 10_000
 
@@ -64,13 +64,14 @@ class Gate:
         """Release every run."""
         self._open.set_result(None)
 
-    async def wait(self) -> str:
-        """Called by every run's tool: wait until released."""
+    def wait(self) -> asyncio.Future[None]:
+        """Called by every run's tool, which awaits what it returns: released when opened.
+
+        (A plain function: the tool's own coroutine is the only frame that waits.)"""
         self.waiting += 1
         if self.waiting == self.runs:
             self.all_waiting.set()
-        await self._open
-        return "done"
+        return self._open
 
 
 def gate_tool(gate: Gate) -> Tool:
@@ -79,9 +80,24 @@ def gate_tool(gate: Gate) -> Tool:
     @tool(name="wait")
     async def wait() -> str:
         """Wait until the benchmark releases every run."""
-        return await gate.wait()
+        await gate.wait()
+        return "done"
 
     return wait
+
+
+def start_runs(group: asyncio.TaskGroup, runs: int, wait: Tool) -> list[asyncio.Task[RunResult]]:
+    """Start `runs` runs of the small tree, each `arun()` a task of `group`, as a user would."""
+    return [
+        group.create_task(TreeRunner(small_tree(wait), StateManager(SmallState)).arun())
+        for _ in range(runs)
+    ]
+
+
+def finished(tasks: list[asyncio.Task[RunResult]]) -> None:
+    """Check that every run ended in SUCCESS."""
+    results = [task.result() for task in tasks]
+    assert all(result.ok for result in results), results[:1]
 
 
 def small_tree(wait: Tool) -> py_trees.behaviour.Behaviour:
@@ -101,19 +117,13 @@ async def ours_per_run(runs: int) -> int:
     """Bytes per run while `runs` runs of the small tree wait at once."""
     gate = Gate(runs)
     wait = gate_tool(gate)
-    results = []
-
-    async def run(runner: TreeRunner) -> None:
-        results.append(await runner.arun())
-
     with Traced() as memory:
         async with asyncio.TaskGroup() as group:
-            for _ in range(runs):
-                group.create_task(run(TreeRunner(small_tree(wait), StateManager(SmallState))))
+            tasks = start_runs(group, runs, wait)
             await gate.all_waiting.wait()
             alive = memory.now()
             gate.open()
-    assert len(results) == runs and all(r.ok for r in results), results[:1]
+    finished(tasks)
     return alive // runs
 
 
@@ -126,18 +136,12 @@ async def ours_seconds(runs: int, frozen: bool = False) -> float:
     """
     gate = Gate(runs)
     wait = gate_tool(gate)
-    results = []
-
-    async def run(runner: TreeRunner) -> None:
-        results.append(await runner.arun())
-
     start = time.perf_counter()
     if frozen:
         gc.disable()
     try:
         async with asyncio.TaskGroup() as group:
-            for _ in range(runs):
-                group.create_task(run(TreeRunner(small_tree(wait), StateManager(SmallState))))
+            tasks = start_runs(group, runs, wait)
             await gate.all_waiting.wait()
             if frozen:
                 gc.freeze()
@@ -148,7 +152,7 @@ async def ours_seconds(runs: int, frozen: bool = False) -> float:
         if frozen:
             gc.enable()
             gc.unfreeze()
-    assert len(results) == runs and all(r.ok for r in results), results[:1]
+    finished(tasks)
     return elapsed
 
 

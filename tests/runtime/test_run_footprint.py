@@ -13,34 +13,27 @@ import gc
 
 import anyio
 
-from benchmarks.bench_memory import Gate, SmallState, gate_tool, small_tree
-from jianmu_bt.runtime import StateManager, TreeRunner
+from benchmarks.bench_memory import Gate, finished, gate_tool, start_runs
 
 RUNS = 300
 #: Objects per waiting run, counted below: the run's own (runner, state, context, nodes, the
 #: tool call's task, cancel scope and coroutines) and the benchmark's task, gate and coroutines
 #: around it (the same small tree and tool as the benchmark's).
-MOST_OBJECTS = 58
+MOST_OBJECTS = 54
 
 
 async def _objects_per_waiting_run() -> float:
     gate = Gate(RUNS)
     wait = gate_tool(gate)
-    results = []
-
-    async def run(runner: TreeRunner) -> None:
-        results.append(await runner.arun())
-
     gc.collect()
     before = len(gc.get_objects())
     async with asyncio.TaskGroup() as group:
-        for _ in range(RUNS):
-            group.create_task(run(TreeRunner(small_tree(wait), StateManager(SmallState))))
+        tasks = start_runs(group, RUNS, wait)
         await gate.all_waiting.wait()
         gc.collect()
         alive = len(gc.get_objects()) - before
         gate.open()
-    assert len(results) == RUNS and all(result.ok for result in results)
+    finished(tasks)
     return alive / RUNS
 
 
