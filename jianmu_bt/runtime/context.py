@@ -114,10 +114,18 @@ class RunContext:
     is the RunJournal of a durable run (None otherwise): nodes record their calls in it.
     """
 
-    #: A BaseException (not an Exception) that ended spawned work: it ends the run, as it
-    #: would have ended a task group of the work. `arun` raises it once the work has ended,
-    #: `tick()` at the next tick.
-    escaped: BaseException | None = None
+    # Slots: one context per run, thousands of runs at once.
+    __slots__ = (
+        "_handles",
+        "_task_group",
+        "_wake",
+        "escaped",
+        "events",
+        "journal",
+        "run_id",
+        "services",
+        "state",
+    )
 
     def __init__(
         self,
@@ -131,6 +139,10 @@ class RunContext:
         self.services: dict[str, Any] = dict(services or {})
         self.run_id = run_id or new_run_id()
         self.journal: RunJournal | None = None
+        #: A BaseException (not an Exception) that ended spawned work: it ends the run, as it
+        #: would have ended a task group of the work. `arun` raises it once the work has
+        #: ended, `tick()` at the next tick.
+        self.escaped: BaseException | None = None
         self._task_group: TaskGroup | None = None
         self._wake: Callable[[], None] = _noop
         # A list, not a set (88 bytes to a set's 216 per run); a run has few handles at once.

@@ -98,7 +98,10 @@ class StateManager:
         self._fields = plan.fields
         self._reducers = field_reducers
         self._namespace = claim_namespace(namespace)
-        self._paths = {name: f"{self._namespace}/{name}" for name in plan.names}
+        # Each field's blackboard key, in the schema's order (a tuple: the one dict from names
+        # to places is the plan's, shared by every run of the schema).
+        self._paths = tuple(f"{self._namespace}/{name}" for name in plan.names)
+        self._positions = plan.positions
         self._changed = plan.changed
         self._all_keys = plan.all_keys
         self._lock = threading.Lock()
@@ -107,7 +110,7 @@ class StateManager:
         self._closed = False
 
         try:
-            register_keys(self._paths.values())
+            register_keys(self._paths)
             self._store(values)
         except BaseException:
             self.close()
@@ -141,10 +144,10 @@ class StateManager:
 
     def blackboard_key(self, key: str) -> str:
         """The absolute blackboard key of field `key` (for py_trees clients and displays)."""
-        try:
-            return self._paths[key]
-        except KeyError:
-            raise self._plan.unknown(key) from None
+        position = self._positions.get(key)
+        if position is None:
+            raise self._plan.unknown(key)
+        return self._paths[position]
 
     # ---------------------------------------------------------------------------------- reads
     def get(self, key: str | None = None, default: Any = _MISSING) -> Any:
@@ -156,26 +159,29 @@ class StateManager:
         if key is None:
             storage = Blackboard.storage
             try:
-                return {name: storage[path] for name, path in self._paths.items()}
+                return {
+                    name: storage[path]
+                    for name, path in zip(self._plan.names, self._paths, strict=True)
+                }
             except KeyError:
                 raise self._gone() from None
-        path = self._paths.get(key)
-        if path is None:
+        position = self._positions.get(key)
+        if position is None:
             if default is _MISSING:
                 raise self._plan.unknown(key)
             return default
         try:
-            return Blackboard.storage[path]
+            return Blackboard.storage[self._paths[position]]
         except KeyError:
             raise self._gone() from None
 
     def read_port(self, key: str, default: Any = None) -> Any:
         """A node's input: the value of field `key`, or `default` for a key the schema lacks."""
-        path = self._paths.get(key)
-        if path is None:
+        position = self._positions.get(key)
+        if position is None:
             return default
         try:
-            return Blackboard.storage[path]
+            return Blackboard.storage[self._paths[position]]
         except KeyError:
             raise self._gone() from None
 
@@ -215,14 +221,16 @@ class StateManager:
         if not values:
             return
         self._check_open()
-        paths, fields, reducers = self._paths, self._fields, self._reducers
+        paths, positions = self._paths, self._positions
+        fields, reducers = self._fields, self._reducers
         with self._lock:
             storage = Blackboard.storage
             new_values: dict[str, Any] = {}
             for key, value in values.items():
-                path = paths.get(key)
-                if path is None:
+                position = positions.get(key)
+                if position is None:
                     raise self._plan.unknown(key, value)
+                path = paths[position]
                 if path not in storage:
                     raise self._gone()
                 new_values[key] = fields[key].reduce(reducers[key], storage[path], value)
@@ -231,9 +239,10 @@ class StateManager:
         self._notify(frozenset(new_values))
 
     def _write_one(self, key: str, value: Any, reducer: Reducer | None) -> None:
-        path = self._paths.get(key)
-        if path is None:
+        position = self._positions.get(key)
+        if position is None:
             raise self._plan.unknown(key, value)
+        path = self._paths[position]
         self._check_open()
         with self._lock:
             try:
@@ -250,8 +259,8 @@ class StateManager:
 
     def _store(self, values: Mapping[str, Any]) -> None:
         """Put already validated values on the blackboard."""
-        paths = self._paths
-        write_values({paths[key]: value for key, value in values.items()})
+        paths, positions = self._paths, self._positions
+        write_values({paths[positions[key]]: value for key, value in values.items()})
 
     # ---------------------------------------------------------------------------- subscribers
     def subscribe(self, callback: StateSubscriber) -> Callable[[], None]:
@@ -301,7 +310,7 @@ class StateManager:
         self._check_open()
         values = self._plan.validate_snapshot(self._schema, data)
         with self._lock:
-            if any(path not in Blackboard.storage for path in self._paths.values()):
+            if any(path not in Blackboard.storage for path in self._paths):
                 raise self._gone()
             self._store(values)
             self._version += 1
@@ -327,7 +336,7 @@ class StateManager:
             return
         self._closed = True
         self._subscribers = ()
-        release_keys(tuple(self._paths.values()), self._namespace)
+        release_keys(self._paths, self._namespace)
 
     def __del__(self) -> None:
         # A state dropped without close() frees its keys when collected. (`__del__`, not a

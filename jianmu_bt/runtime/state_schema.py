@@ -153,10 +153,11 @@ class FieldPlan:
 class SchemaPlan:
     """The compiled form of a state schema: its fields in order, each with a FieldPlan."""
 
-    __slots__ = ("__weakref__", "all_keys", "changed", "fields", "names", "reducers")
+    __slots__ = ("__weakref__", "all_keys", "changed", "fields", "names", "positions", "reducers")
 
     def __init__(self, fields: dict[str, FieldPlan]) -> None:
-        """Hold the plans; `names` keeps the schema's field order.
+        """Hold the plans; `names` keeps the schema's field order, `positions` each name's
+        place in it.
 
         `reducers` (each field's reducer, REPLACE by default) and `changed` (the key set a
         write of one field reports) are shared, read-only, by every StateManager of the schema:
@@ -164,6 +165,7 @@ class SchemaPlan:
         """
         self.fields = fields
         self.names = tuple(fields)
+        self.positions = {name: index for index, name in enumerate(self.names)}
         self.reducers = {name: field.reducer or REPLACE for name, field in fields.items()}
         self.changed = {name: frozenset((name,)) for name in fields}
         self.all_keys = frozenset(fields)
