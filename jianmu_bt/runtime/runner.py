@@ -233,13 +233,20 @@ class TreeRunner:
                     start_soon(group, within, lease, journal.keep_lease)
                 try:
                     with NO_DEADLINE if timeout is None else anyio.move_on_after(timeout) as limit:
-                        pacer = TickPacer(self.max_ticks_per_second)
+                        # The cap is for ticks no work asked for: a run whose ticks all follow
+                        # its start or finished work never makes a pacer.
+                        pacer: TickPacer | None = None
+                        asked = True  # the first tick: the run's start asks for it
                         stall = self.stall_interval
                         while True:
                             wake.clear()
-                            delay = pacer.delay()
-                            if delay:
-                                await anyio.sleep(delay)
+                            if not asked:
+                                if pacer is None:
+                                    pacer = TickPacer(self.max_ticks_per_second)
+                                delay = pacer.delay()
+                                if delay:
+                                    await anyio.sleep(delay)
+                            asked = False
                             if self.context.escaped is not None:  # raised below, out of groups
                                 break
                             ended = self._ended(self._tick_once())
@@ -265,8 +272,10 @@ class TreeRunner:
                             if wake.is_set():
                                 continue
                             await wake.wait(wait)
-                            if wake.is_set():
-                                pacer.work_done()
+                            if wake.is_set():  # work ended (else a deadline came)
+                                asked = True
+                                if pacer is not None:
+                                    pacer.work_done()
                     if limit.cancelled_caught:
                         self._error = f"the run timed out after {timeout}s"
                         status = Status.FAILURE
