@@ -108,3 +108,14 @@ def test_the_sandbox_worker_imports_only_what_it_runs():
     layers = {name.split(".")[1] for name in ours(loaded) if name.count(".") >= 1}
     assert layers <= {"sandbox", "_lazy", "_version"}, sorted(ours(loaded))
     assert not {"pydantic", "httpx", "py_trees", "anyio"} & loaded
+
+
+def test_checking_a_tree_file_starts_no_event_loop_machinery():
+    # `jianmu validate` builds the file's tools to check them, and runs nothing: asyncio and
+    # anyio (about 16 ms of its start) are imported when a tool first runs.
+    loaded = loaded_after(
+        "from jianmu_bt.loader import validate_source\n"
+        "assert validate_source('trees/quickstart.yaml') == []"
+    )
+    assert {"jianmu_bt.tools.base", "jianmu_bt.loader.api"} <= loaded
+    assert not {"asyncio", "anyio"} & loaded, sorted({"asyncio", "anyio"} & loaded)

@@ -7,13 +7,14 @@ that two calls of one tool never overlap. Calls that are not abandoned pay nothi
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import importlib
 import threading
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
-import anyio
+if TYPE_CHECKING:
+    import anyio
 
 # Guards every Overrun and Overruns. Taken only when a call is abandoned, when an abandoned call
 # ends and around waits, never on the path of a call that runs to its end; never held while a
@@ -79,6 +80,8 @@ class Overruns:
         No polling: the last thread to end wakes the waiters through their event loop.
         Cancellable; a cancelled wait leaves nothing behind.
         """
+        import anyio  # here, not with the module: loading a tree file runs no event loop
+
         while self.count:
             event = anyio.Event()
             waker = _waker(event)
@@ -147,6 +150,8 @@ async def wait_for_overruns(tools: Iterable[object]) -> None:
 
 def _waker(event: anyio.Event) -> Callable[[], None]:
     """A function any thread may call to set `event` in the running event loop."""
+    import asyncio  # as `anyio` in `Overruns.wait`
+
     try:
         schedule = asyncio.get_running_loop().call_soon_threadsafe
     except RuntimeError:  # anyio's other backend; trio is optional, hence no static import

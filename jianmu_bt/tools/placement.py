@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import threading
 import time
-from asyncio import AbstractEventLoop, events
 from collections.abc import Callable
 from contextvars import copy_context
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from asyncio import AbstractEventLoop
 
 T = TypeVar("T")
 
@@ -40,6 +42,19 @@ PROBATION = 4
 MAX_PROBATION = 1024
 
 _clock = time.perf_counter
+
+
+def _first_set_running_loop(loop: AbstractEventLoop | None) -> None:
+    # asyncio is imported when a call first runs inline, not with this module (loading and
+    # checking a tree file runs no event loop); from then on the name is asyncio's own function.
+    global _set_running_loop
+    from asyncio import events
+
+    _set_running_loop = events._set_running_loop
+    _set_running_loop(loop)
+
+
+_set_running_loop: Callable[[AbstractEventLoop | None], None] = _first_set_running_loop
 
 
 class Placement:
@@ -75,13 +90,13 @@ class Placement:
 
     def run_inline(self, work: Callable[[], T], loop: AbstractEventLoop) -> T:
         """Run `work` here, on the thread of `loop` (running), as a worker thread would."""
-        events._set_running_loop(None)
+        _set_running_loop(None)
         start = _clock()
         try:
             return copy_context().run(work)
         finally:
             elapsed = _clock() - start
-            events._set_running_loop(loop)
+            _set_running_loop(loop)
             if elapsed > SLOW_CALL:
                 self._ran_slow_inline()
 
