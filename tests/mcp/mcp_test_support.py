@@ -22,6 +22,16 @@ def serve_args(*extra: str, tools: str = SAMPLE_TOOLS) -> list[str]:
     return ["-m", "jianmu_bt.mcp", "serve", "--tools", tools, *extra]
 
 
+def alive(pid: int) -> bool:
+    """True while `pid` is a process that is not a zombie. (A process may end between opening
+    its /proc entry and reading it: ESRCH, an OSError, as a missing entry is.)"""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def descendants() -> set[int]:
     """Live (non-zombie) descendant processes of this test process, read from /proc."""
     parents: dict[int, int] = {}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from mcp_test_support import FAULTY_SERVER, HERE, PYTHON
+from mcp_test_support import FAULTY_SERVER, HERE, PYTHON, alive
 
 from jianmu_bt.mcp import MCPClient, MCPTimeoutError, MCPToolProvider
 from jianmu_bt.mcp.process_group import live_members
@@ -25,15 +25,6 @@ pytestmark = [
 ]
 
 SPAWNING_SERVER = str(HERE / "mcp_spawning_server.py")
-
-
-def alive(pid: int) -> bool:
-    """True while `pid` is a process that is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError):
-        return False
 
 
 def read_pids(path: Path) -> tuple[int, list[int]]:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from mcp_test_support import HERE, PYTHON, ROOT, SERVER_ENV
+from mcp_test_support import HERE, PYTHON, ROOT, SERVER_ENV, alive
 
 from jianmu_bt.mcp import MCPClient
 
@@ -82,14 +82,6 @@ def write_tree(tmp_path: Path, text: str) -> Path:
         .replace("@PIDS@", str(tmp_path / "pids"))
     )
     return tree
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 async def eventually(check, seconds: float = 20.0) -> bool:

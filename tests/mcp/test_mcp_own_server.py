@@ -14,6 +14,7 @@ from mcp_test_support import (
     SAMPLE_TOOLS,
     SERVER_ENV,
     HTTPServer,
+    alive,
     descendants,
     serve_args,
 )
@@ -22,14 +23,6 @@ from jianmu_bt import ToolSet
 from jianmu_bt.mcp import MCPClientError, MCPConnectionError, MCPToolProvider
 
 pytestmark = pytest.mark.anyio
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 @pytest.fixture(scope="module")

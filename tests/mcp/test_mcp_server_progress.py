@@ -11,6 +11,7 @@ import anyio
 import pytest
 from mcp import Client
 from mcp_server_sample_tools import ALL
+from mcp_test_support import alive
 
 from jianmu_bt import ToolSet
 from jianmu_bt.mcp import build_mcp_server
@@ -77,14 +78,6 @@ async def test_a_cancelled_call_is_cancelled_on_the_server(client: Client, tmp_p
     assert (await client.call_tool("square", {"x": 3})).structured_content == {"result": 9}
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 async def test_a_cancelled_call_leaves_no_child_process(client: Client, tmp_path: Path) -> None:
     marker = tmp_path / "pid"
     with anyio.move_on_after(20) as scope:
@@ -93,11 +86,11 @@ async def test_a_cancelled_call_leaves_no_child_process(client: Client, tmp_path
             while not marker.exists() or not marker.read_text():
                 await anyio.sleep(0.02)
             child = int(marker.read_text())
-            assert _alive(child)
+            assert alive(child)
             tg.cancel_scope.cancel()
     assert not scope.cancelled_caught
     with anyio.fail_after(20):
-        while _alive(child):
+        while alive(child):
             await anyio.sleep(0.02)
     assert child != os.getpid()
 
