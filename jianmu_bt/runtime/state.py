@@ -44,6 +44,12 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+# One lock serialises the state writes of every run in the process. A write holds the GIL for
+# nearly all of its length anyway (reducing, validating, storing), so runs in other threads lose
+# nothing to it; a lock per run was an object per run, thousands of them for the collector to
+# walk when many runs wait at once.
+_WRITES = threading.RLock()
+
 StateSubscriber = Callable[[frozenset[str]], None]
 """A callback told, after each successful write, which state fields changed."""
 
@@ -64,7 +70,8 @@ class StateManager:
     - `close()` (or leaving a `with` block, or garbage collection) removes the run's keys.
 
     Writes are serialised by a lock, so worker threads may write too; subscribers run in the
-    writing thread, after the lock is released.
+    writing thread, after the lock is released. The lock is one for every state of the process
+    (`_WRITES`, re-entrant: a reducer may write another state).
     """
 
     def __init__(
@@ -104,7 +111,6 @@ class StateManager:
         self._positions = plan.positions
         self._changed = plan.changed
         self._all_keys = plan.all_keys
-        self._lock = threading.Lock()
         self._subscribers: tuple[StateSubscriber, ...] = ()
         self._version = 0
         self._closed = False
@@ -223,7 +229,7 @@ class StateManager:
         self._check_open()
         paths, positions = self._paths, self._positions
         fields, reducers = self._fields, self._reducers
-        with self._lock:
+        with _WRITES:
             storage = Blackboard.storage
             new_values: dict[str, Any] = {}
             for key, value in values.items():
@@ -244,7 +250,7 @@ class StateManager:
             raise self._plan.unknown(key, value)
         path = self._paths[position]
         self._check_open()
-        with self._lock:
+        with _WRITES:
             try:
                 old = Blackboard.storage[path]
             except KeyError:
@@ -272,14 +278,14 @@ class StateManager:
         """
         if not callable(callback):
             raise TypeError(f"a state subscriber must be callable, got {type(callback).__name__}")
-        with self._lock:
+        with _WRITES:
             self._subscribers = (*self._subscribers, callback)
         return _Unsubscribe(self, callback)
 
     def unsubscribe(self, callback: StateSubscriber) -> None:
         """Stop calling `callback` (one equal to it: a bound method of the same object works
         too); nothing happens when it is not subscribed."""
-        with self._lock:
+        with _WRITES:
             subscribers = list(self._subscribers)
             if callback in subscribers:
                 subscribers.remove(callback)
@@ -309,7 +315,7 @@ class StateManager:
         """
         self._check_open()
         values = self._plan.validate_snapshot(self._schema, data)
-        with self._lock:
+        with _WRITES:
             if any(path not in Blackboard.storage for path in self._paths):
                 raise self._gone()
             self._store(values)

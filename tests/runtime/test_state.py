@@ -220,6 +220,36 @@ def test_concurrent_writes_from_threads_lose_no_update() -> None:
         assert state.version == 2000
 
 
+def test_a_reducer_may_write_another_state_and_threads_write_several_states() -> None:
+    # One lock serialises every state's writes: it must let a reducer write another state (in
+    # the same thread), and writes of separate states from threads still lose nothing.
+    with StateManager(Counter) as log, StateManager(Counter, reducers={"count": "add"}) as one:
+
+        def logged(old: int, value: int) -> int:
+            log.write_port("count", old + value)
+            return old + value
+
+        with StateManager(Counter, reducers={"count": logged}) as noted:
+            writer = threading.Thread(target=noted.write_port, args=("count", 4), daemon=True)
+            writer.start()
+            writer.join(10)
+            assert not writer.is_alive(), "the write deadlocked on the state lock"
+            assert (noted.get("count"), log.get("count")) == (4, 4)
+
+        with StateManager(Counter, reducers={"count": "add"}) as two:
+
+            def count(state: StateManager) -> None:
+                for _ in range(500):
+                    state.write_port("count", 1)
+
+            threads = [threading.Thread(target=count, args=(s,)) for s in (one, two, one, two)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert (one.get("count"), two.get("count")) == (1000, 1000)
+
+
 # ------------------------------------------------------------------------- the blackboard
 def test_two_managers_are_isolated_on_the_real_blackboard() -> None:
     with StateManager(Counter) as one, StateManager(Counter) as two:
