@@ -15,7 +15,9 @@ call the report goes nowhere. A sink may be called from a worker thread.
 Both live in one context variable, set once per call by the node that runs it (`enter_call`,
 `leave_call`): a call pays one set and one more to put back what was there, whatever it
 carries. (What `enter_call` hands back is that earlier scope, not a `contextvars.Token`: a token
-would be one more object kept for as long as the call runs.)
+would be one more object kept for as long as the call runs. The scope is a plain tuple, which
+the garbage collector stops tracking once it holds no callable, as for most calls: a named
+tuple would stay tracked, one more object to walk for every call in flight.)
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
-from typing import NamedTuple
 
 IDEMPOTENCY_PARAMETER = "idempotency_key"
 """The name of the injected parameter that receives a call's idempotency key."""
@@ -32,14 +33,10 @@ ProgressSink = Callable[[float, "float | None", "str | None"], None]
 """Receives `(progress, total, message)` reports of the call running in its context."""
 
 
-class CallScope(NamedTuple):
-    """What the tool call running in a context may know: its idempotency key and progress sink."""
+CallScope = tuple[str | None, ProgressSink | None]
+"""What the tool call running in a context may know: `(idempotency key, progress sink)`."""
 
-    key: str | None = None
-    progress: ProgressSink | None = None
-
-
-_OUTSIDE = CallScope()
+_OUTSIDE: CallScope = (None, None)
 _CALL: ContextVar[CallScope] = ContextVar("jianmu_call", default=_OUTSIDE)
 
 
@@ -47,7 +44,7 @@ def enter_call(key: str | None, progress: ProgressSink | None = None) -> CallSco
     """Mark the current context as running a call with this key and progress sink; returns the
     scope it replaces, for `leave_call`."""
     previous = _CALL.get()
-    _CALL.set(CallScope(key, progress))
+    _CALL.set((key, progress))
     return previous
 
 
@@ -58,13 +55,13 @@ def leave_call(previous: CallScope) -> None:
 
 def idempotency_key() -> str | None:
     """The idempotency key of the tool call running now, or None outside a call."""
-    return _CALL.get().key
+    return _CALL.get()[0]
 
 
 def set_idempotency_key(key: str | None) -> Token[CallScope]:
     """Set the key for the current context (the progress sink stays); returns a token for
     `reset_idempotency_key`."""
-    return _CALL.set(CallScope(key, _CALL.get().progress))
+    return _CALL.set((key, _CALL.get()[1]))
 
 
 def reset_idempotency_key(token: Token[CallScope]) -> None:
@@ -84,7 +81,7 @@ def report_progress(
 ) -> None:
     """Report how far the running tool call is (`progress` of `total`, both in the tool's own
     unit; `total` None when unknown). A no-op outside a call whose runner listens."""
-    sink = _CALL.get().progress
+    sink = _CALL.get()[1]
     if sink is not None:
         sink(progress, total, message)
 
@@ -93,7 +90,7 @@ def report_progress(
 def progress_sink(sink: ProgressSink | None) -> Iterator[None]:
     """Send the progress reports of calls run in this context (and the threads it hands calls
     to) to `sink` until the block ends; the call's idempotency key stays."""
-    token = _CALL.set(CallScope(_CALL.get().key, sink))
+    token = _CALL.set((_CALL.get()[0], sink))
     try:
         yield
     finally:

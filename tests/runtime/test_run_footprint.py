@@ -21,7 +21,7 @@ RUNS = 300
 #: Objects per waiting run, counted below: the run's own (runner, state, context, nodes, the
 #: tool call's task, cancel scope and coroutines) and the benchmark's task, gate and coroutines
 #: around it (the same small tree and tool as the benchmark's).
-MOST_OBJECTS = 52
+MOST_OBJECTS = 51
 
 COUNT = f"""
 import asyncio, gc
