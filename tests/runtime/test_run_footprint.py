@@ -19,8 +19,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 RUNS = 300
 #: Objects per waiting run, counted below: the run's own (runner, state, context, nodes, the
-#: tool call's task, cancel scope and coroutines) and the benchmark's task, gate and coroutines
-#: around it (the same small tree and tool as the benchmark's).
+#: tool call's task, cancel scope and coroutines), the run's task as an asyncio.TaskGroup makes
+#: it, and the tool's coroutine waiting on the gate (the benchmark's own tree, tool and gate).
 MOST_OBJECTS = 51
 
 COUNT = f"""
