@@ -25,15 +25,28 @@ from jianmu_bt.tools import tool
 FOLDER = pathlib.Path({folder!r})
 
 
+def started() -> float:
+    '''Seconds from boot to this process's start (10 ms steps), as the kernel counts it.'''
+    ticks = int(pathlib.Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 @tool
 def step(x: int) -> int:
-    '''666 kills its own process on every attempt; 7 waits until 666 died {times} times.'''
+    '''666 kills its own process on every attempt; 7 waits until 666 died {times} times, in a
+    worker that started after the last death (one that saw it from the dying pool is killed
+    with that pool: it must not finish first, in the moment before the pool is torn down).'''
     if x == 666:
-        (FOLDER / f"crash-{{os.getpid()}}").write_text("")
+        written = FOLDER / f"writing-{{os.getpid()}}"  # renamed whole: never read half-written
+        written.write_text(repr(time.clock_gettime(time.CLOCK_BOOTTIME)))
+        written.replace(FOLDER / f"crash-{{os.getpid()}}")
         os.kill(os.getpid(), signal.SIGKILL)
     if x == 7:
         deadline = time.monotonic() + 120
-        while len(list(FOLDER.glob("crash-*"))) < {times} and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
+            crashes = [float(c.read_text()) for c in FOLDER.glob("crash-*")]
+            if len(crashes) >= {times} and started() > max(crashes):
+                break
             time.sleep(0.05)
         (FOLDER / f"waited-{{os.getpid()}}").write_text("")
     return x
