@@ -18,8 +18,9 @@ import inspect
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from jianmu_bt.tools import event_loop
 from jianmu_bt.tools.calls import ToolResult
 from jianmu_bt.tools.overruns import (
     Overrun,
@@ -40,11 +41,7 @@ from jianmu_bt.tools.shapes import (
 )
 
 if TYPE_CHECKING:
-    from asyncio import AbstractEventLoop
-
     from jianmu_bt.tools.runners import ToolRunner
-
-T = TypeVar("T")
 
 # Callers of this module also find these here (defined in tools.shapes and tools.overruns).
 __all__ = ["DEFAULT_OUTPUT_SCHEMA", "has_overruns", "normalize_parameters", "wait_for_overruns"]
@@ -166,7 +163,7 @@ class Tool(Described, ABC):
                 if time.monotonic() - start > limit:
                     return self._timed_out(limit)
             else:  # anyio.fail_after, without its three look-ups of the backend (µs a call)
-                import anyio  # see `_get_running_loop`
+                import anyio  # here: loading a tree file runs no loop (see `event_loop`)
 
                 deadline = _now() + limit
                 with anyio.CancelScope(deadline=deadline) as scope:
@@ -222,14 +219,16 @@ class Tool(Described, ABC):
         blocking = self.blocking
         if blocking is None:
             placement = self._placement or self._new_placement()
-            loop = _get_running_loop() if placement.inline else None  # None on trio
+            loop = event_loop.get_running_loop() if placement.inline else None  # None on trio
             if loop is not None:
                 return placement.run_inline(work, loop)
             work = placement.in_thread(work)
         elif not blocking:
             return work()
         # A timeout or halt abandons the thread, which ends on its own (a sandbox can kill).
-        return await _run_blocking(work)
+        from jianmu_bt.tools.blocking import run_blocking  # here: see `event_loop`
+
+        return await run_blocking(work)
 
     # -- the private path behind `call` and `execute` --------------------------------------
 
@@ -331,7 +330,7 @@ class Tool(Described, ABC):
         """True when a call with no runner runs a sync `run` on the running event loop's thread
         now: `blocking=False`, or `blocking=None` and its calls have shown they are quick."""
         if self.blocking is None and self._runs_inline_on_asyncio:
-            return _get_running_loop() is not None  # not on trio
+            return event_loop.get_running_loop() is not None  # not on trio
         return self._runs_inline_on_asyncio
 
     @property
@@ -417,37 +416,12 @@ class Tool(Described, ABC):
 
 def _now() -> float:
     """The event loop's clock, as `anyio.current_time()` reads it (cheaper on asyncio)."""
-    loop = _get_running_loop()
+    loop = event_loop.get_running_loop()
     if loop is not None:
         return loop.time()
-    import anyio  # see `_get_running_loop`
+    import anyio  # here: see `event_loop`
 
     return anyio.current_time()
-
-
-# asyncio, anyio and the worker threads are imported when a tool first runs, not with this
-# module: loading and checking a tree file (`jianmu validate`) builds tools but runs no event
-# loop. Each name below is bound to the real function on its first call.
-
-
-def _first_get_running_loop() -> AbstractEventLoop | None:
-    global _get_running_loop
-    from asyncio import events
-
-    _get_running_loop = events._get_running_loop
-    return _get_running_loop()
-
-
-def _first_run_blocking(work: Callable[[], T]) -> Awaitable[T]:
-    global _run_blocking
-    from jianmu_bt.tools.blocking import run_blocking
-
-    _run_blocking = run_blocking
-    return run_blocking(work)
-
-
-_get_running_loop: Callable[[], AbstractEventLoop | None] = _first_get_running_loop
-_run_blocking: Callable[[Callable[[], Any]], Awaitable[Any]] = _first_run_blocking
 
 
 def _owner(cls: type, name: str) -> type:

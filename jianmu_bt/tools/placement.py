@@ -29,6 +29,8 @@ from collections.abc import Callable
 from contextvars import copy_context
 from typing import TYPE_CHECKING, TypeVar
 
+from jianmu_bt.tools import event_loop
+
 if TYPE_CHECKING:
     from asyncio import AbstractEventLoop
 
@@ -42,19 +44,6 @@ PROBATION = 4
 MAX_PROBATION = 1024
 
 _clock = time.perf_counter
-
-
-def _first_set_running_loop(loop: AbstractEventLoop | None) -> None:
-    # asyncio is imported when a call first runs inline, not with this module (loading and
-    # checking a tree file runs no event loop); from then on the name is asyncio's own function.
-    global _set_running_loop
-    from asyncio import events
-
-    _set_running_loop = events._set_running_loop
-    _set_running_loop(loop)
-
-
-_set_running_loop: Callable[[AbstractEventLoop | None], None] = _first_set_running_loop
 
 
 class Placement:
@@ -90,13 +79,13 @@ class Placement:
 
     def run_inline(self, work: Callable[[], T], loop: AbstractEventLoop) -> T:
         """Run `work` here, on the thread of `loop` (running), as a worker thread would."""
-        _set_running_loop(None)
+        event_loop.set_running_loop(None)
         start = _clock()
         try:
             return copy_context().run(work)
         finally:
             elapsed = _clock() - start
-            _set_running_loop(loop)
+            event_loop.set_running_loop(loop)
             if elapsed > SLOW_CALL:
                 self._ran_slow_inline()
 
