@@ -9,23 +9,11 @@ traceback; `--debug` shows the traceback of an unexpected internal error.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 
 from jianmu_bt._version import __version__
-from jianmu_bt.cli import (
-    batch_command,
-    dot_command,
-    mcp_command,
-    overlay_command,
-    resume_command,
-    run_command,
-    runs_command,
-    schema_command,
-    tools_command,
-    validate_command,
-    view_command,
-)
 from jianmu_bt.cli.errors import CLIError
 
 DESCRIPTION = "Run, check and draw jianmu_bt behaviour trees written in YAML."
@@ -44,8 +32,29 @@ examples:
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full parser with every subcommand."""
+COMMANDS: dict[str, str] = {
+    "run": "run_command",
+    "resume": "resume_command",
+    "runs": "runs_command",
+    "validate": "validate_command",
+    "dot": "dot_command",
+    "tools": "tools_command",
+    "schema": "schema_command",
+    "mcp": "mcp_command",
+    "batch": "batch_command",
+    "overlay": "overlay_command",
+    "view": "view_command",
+}
+"""Each subcommand -> its module in `jianmu_bt.cli` (which has `add_parser(subparsers)`)."""
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser with every subcommand, or with `command` alone when it is one of them.
+
+    A command line names its command, so `main` imports only that command's module: the
+    others' imports are not paid by every `jianmu validate`. `--help` and a mistyped command
+    get the full parser (every command listed).
+    """
     parser = argparse.ArgumentParser(
         prog="jianmu",
         description=DESCRIPTION,
@@ -57,21 +66,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--debug", action="store_true", help="show tracebacks of unexpected internal errors"
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (
-        run_command,
-        resume_command,
-        runs_command,
-        validate_command,
-        dot_command,
-        tools_command,
-        schema_command,
-        mcp_command,
-        batch_command,
-        overlay_command,
-        view_command,
-    ):
-        module.add_parser(commands)
+    names = [command] if command in COMMANDS else list(COMMANDS)
+    for name in names:
+        importlib.import_module(f"jianmu_bt.cli.{COMMANDS[name]}").add_parser(commands)
     return parser
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The subcommand a command line names: its first word that is not an option (the
+    top-level options take no value)."""
+    return next((word for word in argv if not word.startswith("-")), None)
 
 
 def _report_load_error(exc: Exception) -> None:
@@ -89,7 +93,8 @@ def _report_load_error(exc: Exception) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the `jianmu` command line; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(_command_of(words)).parse_args(words)
     from jianmu_bt.loader import TreeLoadError  # after parsing: --help needs no loader
 
     try:

@@ -50,6 +50,18 @@ def test_validate_loads_nothing_a_run_needs():
     assert loaded_after("validate", str(TREES / "quickstart.yaml")) == []
 
 
+def test_a_command_imports_its_own_module_and_no_other_commands():
+    code = (
+        "import sys\n"
+        "from jianmu_bt.cli import main\n"
+        f"status = main(['--debug', 'validate', {str(TREES / 'quickstart.yaml')!r}])\n"
+        "print(status, sorted(m for m in sys.modules if m.endswith('_command')))\n"
+    )
+    out = run_code(code)
+    last = out.stdout.strip().splitlines()[-1]
+    assert last == "0 ['jianmu_bt.cli.validate_command']", out.stdout + out.stderr
+
+
 def test_validate_builds_no_model_only_a_run_needs():
     # An LLM reply's model, and the node configs alone (the file model holds them), are built
     # on first use: validating builds neither.
