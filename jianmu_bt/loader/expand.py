@@ -16,7 +16,7 @@ from jianmu_bt.loader.diagnostics import Diagnostic, quote_list
 from jianmu_bt.loader.model import NodeConfig, SubtreeConfig
 from jianmu_bt.loader.positions import Path as DataPath
 from jianmu_bt.loader.records import KeyMap, NodeRecord, StateDeclaration, Unit
-from jianmu_bt.loader.registry import get_kind, models
+from jianmu_bt.loader.registry import get_kind, unwrap
 from jianmu_bt.loader.units import UnitLoader
 from jianmu_bt.tools.references import did_you_mean
 
@@ -44,7 +44,6 @@ class Expander:
         self._next_name: dict[str, int] = {}
         self._next_id: dict[str, int] = {}
         self._unit_keymaps: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
-        self._models = models()
 
     def expand(self) -> str | None:
         """Expand the main tree; the root record's id (None when there is no root)."""
@@ -83,7 +82,7 @@ class Expander:
         stack: Stack,
         scope: str,
     ) -> str | None:
-        kind, config = self._models.unwrap(wrapper)
+        kind, config = unwrap(wrapper)
         if len(self.records) >= MAX_NODES:
             if len(self.records) == MAX_NODES:
                 line, col = unit.at(path)

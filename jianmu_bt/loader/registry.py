@@ -17,7 +17,7 @@ loader's entry points import before anything asks the registry.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, Union
@@ -124,23 +124,39 @@ def node_kinds() -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Models:
-    """The pydantic models built from the registered kinds."""
+    """The pydantic models built from the registered kinds (all of them, or some: `kinds`)."""
 
     node: Any
     wrappers: dict[str, type[BaseModel]]
     file: type[TreeFileBase]
-
-    def unwrap(self, node: BaseModel) -> tuple[str, NodeConfig]:
-        """`(kind, config)` of a validated node."""
-        kind = type(node).__jianmu_kind__  # type: ignore[attr-defined]
-        return kind, getattr(node, kind)
+    kinds: frozenset[str]
 
 
-def models() -> Models:
-    """The node union and the file model for the kinds registered now (built once, cached)."""
+def unwrap(node: BaseModel) -> tuple[str, NodeConfig]:
+    """`(kind, config)` of a validated node."""
+    kind = type(node).__jianmu_kind__  # type: ignore[attr-defined]
+    return kind, getattr(node, kind)
+
+
+def models(uses: Iterable[Hashable] | None = None) -> Models:
+    """The node union and the file model (built once, cached).
+
+    Without `uses`, of every registered kind. With `uses` (the keys of a file's mappings: its
+    node kinds among them), the process's first call builds them for the kinds in it alone, so
+    a one-file command (`jianmu validate`) builds the few kinds its file has, not all; a later
+    call whose kinds the cached models lack gets every registered kind from then on.
+    """
     global _models
     with _lock:
-        if _models is None:
+        cached = _models
+        if cached is not None and cached.kinds.issuperset(
+            _kinds if uses is None else (k for k in uses if k in _kinds)
+        ):
+            return cached
+        if cached is None and uses is not None:
+            wanted = set(uses)
+            _models = _build_models({k: v for k, v in _kinds.items() if k in wanted})
+        else:
             _models = _build_models(dict(_kinds))
         return _models
 
@@ -271,7 +287,7 @@ def _build_models(kinds: dict[str, NodeKind]) -> Models:
         for cls in configs:
             cls.model_rebuild(force=True, _types_namespace=namespace)
         file_model.model_rebuild(force=True, _types_namespace=namespace)
-    return Models(node=node, wrappers=wrappers, file=file_model)
+    return Models(node=node, wrappers=wrappers, file=file_model, kinds=frozenset(kinds))
 
 
 def _file_model(node: Any) -> type[TreeFileBase]:

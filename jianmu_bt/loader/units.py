@@ -146,7 +146,7 @@ def parse_unit(
         what = type(data).__name__ if data is not None else "nothing"
         message = f"a tree file is a mapping (version, name, state, tools, root, ...), got {what}"
         return None, [*problems, Diagnostic(file, 1, 1, "error", message, "not-a-tree")]
-    file_model = models().file
+    file_model = models(path[-1] for path in source.keys).file  # (its node kinds are keys)
     repair = None
     try:
         model = file_model.model_validate(data)

@@ -255,3 +255,45 @@ def test_an_agents_own_llm_config_is_checked_without_building(tmp_path):
     found = [d for d in validate_source(tree) if d.severity == "error"]
     assert [d.code for d in found] == ["llm-config"], found
     assert (found[0].line, "replies" in found[0].message) == (5, True)
+
+
+def test_a_process_first_file_builds_the_models_of_its_own_kinds_and_later_files_get_all(
+    tmp_path: Path,
+):
+    """`jianmu validate` of one file builds the node models of the kinds that file uses, not of
+    all 25; a later file with other kinds (or an unknown one) still validates as it would with
+    every kind built, from then on. A fresh interpreter: this test process has built them all."""
+    (tmp_path / "small.yaml").write_text(
+        "version: 1\nstate: {k: {type: integer, default: 0}}\n"
+        "root: {sequence: {children: [{set: {values: {k: 1}}}]}}\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "other.yaml").write_text(
+        "version: 1\nstate: {k: {type: integer, default: 0}}\n"
+        "root: {retry: {num_failures: 2, child: {condition: {check: 'k > 0'}}}}\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "typo.yaml").write_text(
+        "version: 1\nroot: {sequence: {children: [{invertr: {child: {set: {values: {}}}}}]}}\n",
+        encoding="utf-8",
+    )
+    script = (
+        "import sys; from pathlib import Path; from jianmu_bt.loader import registry, "
+        "validate_source\n"
+        "first = validate_source(Path(sys.argv[1]) / 'small.yaml')\n"
+        "print(len(first), sorted(registry.models(()).kinds))\n"
+        "other = validate_source(Path(sys.argv[1]) / 'other.yaml')\n"
+        "print(len(other), registry.models(()).kinds == set(registry.node_kinds()))\n"
+        "print(*[d.message for d in validate_source(Path(sys.argv[1]) / 'typo.yaml')])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    first, other, typo = out.stdout.splitlines()
+    assert first == "0 ['sequence', 'set']", out.stdout + out.stderr
+    assert other == "0 True", out.stdout + out.stderr
+    assert "unknown node kind 'invertr' (did you mean 'inverter'?)" in typo, typo
