@@ -46,10 +46,22 @@ print(min(anyio.run(objects_per_waiting_run) for _ in range(3)))
 """
 
 
-def test_a_waiting_run_keeps_few_objects_for_the_collector() -> None:
+def count_in_a_fresh_process() -> float:
+    """Objects per waiting run, the fewest of three rounds in a fresh interpreter."""
     done = subprocess.run(
         [sys.executable, "-c", COUNT], cwd=REPO, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
-    per_run = float(done.stdout.split()[-1])
-    assert per_run <= MOST_OBJECTS + 0.5, per_run
+    return float(done.stdout.split()[-1])
+
+
+def test_a_waiting_run_keeps_few_objects_for_the_collector() -> None:
+    # On a busy machine, now and then a process counts one object more for each of its runs,
+    # in all three of its rounds: the fewest of up to three processes is taken. A run that
+    # keeps one more object does so in every process, and still fails here.
+    counts = []
+    for _ in range(3):
+        counts.append(count_in_a_fresh_process())
+        if min(counts) <= MOST_OBJECTS + 0.5:
+            break
+    assert min(counts) <= MOST_OBJECTS + 0.5, counts
