@@ -25,6 +25,7 @@ ToolSource = type[Tool] | Callable[..., Tool] | str
 # the modules above it, and any installed package can add tools the same way. A module that cannot
 # be imported marks its tool unavailable, with the reason.
 ENTRY_POINT_GROUP = "jianmu.tools"
+DISTRIBUTION = "jianmu-bt"
 
 _DEFAULT_ALIASES: dict[str, str] = {
     "file_read": "read_file",
@@ -73,7 +74,7 @@ class BuiltinToolProvider(BaseToolProvider):
 
     _builtins: ClassVar[dict[str, ToolSource]] = {}
     _aliases: ClassVar[dict[str, str]] = {}
-    _loaded: ClassVar[bool] = False
+    _loaded: ClassVar[int] = 0  # entry points read: 0 none, 1 jianmu-bt's own, 2 every one
 
     def __init__(self, names: Iterable[str] | None = None, **options: Any) -> None:
         self.names = list(names) if names is not None else None
@@ -87,13 +88,28 @@ class BuiltinToolProvider(BaseToolProvider):
     # -- registry --------------------------------------------------------------------------
 
     @classmethod
-    def _ensure_builtins(cls) -> None:
-        if not cls._loaded:
-            for name, source in _entry_point_tools().items():
-                cls._builtins.setdefault(name, source)
-            for alias, name in _DEFAULT_ALIASES.items():
-                cls._aliases.setdefault(alias, name)
-            cls._loaded = True
+    def _ensure_builtins(cls, name: str | None = None) -> None:
+        """Read the entry points: jianmu-bt's own first, which a name of theirs (or an alias)
+        needs alone; every installed distribution's for any other name, or for none (a list).
+
+        So resolving `calculator` reads one distribution's metadata, not each installed one's,
+        and a name jianmu-bt's tools have stays theirs: another distribution cannot take it
+        over by being installed (`register_tool` can)."""
+        if cls._loaded < 1:
+            for tool_name, source in _entry_point_tools(own=True).items():
+                cls._builtins.setdefault(tool_name, source)
+            for alias, target in _DEFAULT_ALIASES.items():
+                cls._aliases.setdefault(alias, target)
+            cls._loaded = 1
+        if cls._loaded < 2 and (name is None or name not in cls._builtins | cls._aliases):
+            for tool_name, source in _entry_point_tools(own=False).items():
+                cls._builtins.setdefault(tool_name, source)
+            cls._loaded = 2
+            if not cls._builtins:
+                logger.warning(
+                    "no built-in tools are registered: jianmu-bt's entry points are missing (is "
+                    "the package installed? `pip install -e .` in a source checkout)"
+                )
 
     @classmethod
     def register_tool(cls, name: str, tool: ToolSource) -> None:
@@ -110,8 +126,8 @@ class BuiltinToolProvider(BaseToolProvider):
     @classmethod
     def canonical_name(cls, name: str) -> str:
         """The registered name for `name` after aliases are applied (lower-cased)."""
-        cls._ensure_builtins()
         key = name.strip().lower()
+        cls._ensure_builtins(key)
         return cls._aliases.get(key, key)
 
     @classmethod
@@ -230,17 +246,19 @@ def _is_tool_class(factory: object) -> TypeGuard[type[Tool]]:
     return inspect.isclass(factory) and issubclass(factory, Tool)
 
 
-def _entry_point_tools() -> dict[str, str]:
-    """name -> "module:attr" of every tool registered under ENTRY_POINT_GROUP."""
-    from importlib.metadata import entry_points  # only when the registry is first used
+def _entry_point_tools(*, own: bool) -> dict[str, str]:
+    """name -> "module:attr" of the tools registered under ENTRY_POINT_GROUP: by jianmu-bt's
+    own distribution (`own`), else by every installed one."""
+    from importlib import metadata  # only when the registry is first used
 
-    found = {ep.name.lower(): ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
-    if not found:
-        logger.warning(
-            "no built-in tools are registered: jianmu-bt's entry points are missing (is the "
-            "package installed? `pip install -e .` in a source checkout)"
-        )
-    return found
+    if not own:
+        found = metadata.entry_points(group=ENTRY_POINT_GROUP)
+    else:
+        try:
+            found = metadata.distribution(DISTRIBUTION).entry_points.select(group=ENTRY_POINT_GROUP)
+        except metadata.PackageNotFoundError:  # a source checkout that is not installed
+            return {}
+    return {ep.name.lower(): ep.value for ep in found}
 
 
 def _accepted_kwargs(factory: Callable[..., Any], options: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,10 @@
 """BuiltinToolProvider: the lazy registry, aliases, custom tools and providers."""
 
 import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -169,3 +173,56 @@ def test_a_builtin_reference_to_something_not_callable_is_unavailable(registry_s
     BuiltinToolProvider.register_tool("constant", "jianmu_bt.tools.base:DEFAULT_NAME")
     reason = BuiltinToolProvider.availability()["constant"]
     assert "not available" in reason and "not a Tool class or factory" in reason
+
+
+PLUGIN_PROBE = """
+import sys
+from jianmu_bt.tools import BuiltinToolProvider as registry
+calc = registry.build("calculator")
+loaded_after_own_name = registry._loaded
+shout = registry.build("shout")
+print(type(calc).__module__, loaded_after_own_name, shout.name, registry._loaded,
+      "shout" in registry.list_builtin_names())
+"""
+
+
+def test_another_distribution_adds_tools_but_cannot_take_over_a_builtin_name(tmp_path):
+    # A distribution's metadata, as installing a package with `jianmu.tools` entry points
+    # writes it: one new tool and one that claims the built-in calculator's name.
+    site = tmp_path / "site"
+    info = site / "jianmu_tools_probe-0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: jianmu-tools-probe\nVersion: 0\n", encoding="utf-8"
+    )
+    (info / "entry_points.txt").write_text(
+        "[jianmu.tools]\ncalculator = probe_tools:Shout\nshout = probe_tools:Shout\n",
+        encoding="utf-8",
+    )
+    (site / "probe_tools.py").write_text(
+        "from jianmu_bt.tools import Tool\n\n"
+        "class Shout(Tool):\n"
+        "    name = 'shout'\n"
+        "    description = 'Upper-case the input.'\n\n"
+        "    def run(self, input):\n"
+        "        return str(input).upper()\n",
+        encoding="utf-8",
+    )
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", PLUGIN_PROBE],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(repo)])},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    # The built-in name needed jianmu-bt's own entry points only; the new one read them all.
+    assert done.stdout.split() == [
+        "jianmu_bt.tools.builtin.calculator",
+        "1",
+        "shout",
+        "2",
+        "True",
+    ], done.stdout + done.stderr
