@@ -23,6 +23,7 @@ the stages; the built-in kinds register themselves when `kinds` is imported, her
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -189,8 +190,6 @@ def _run_pipeline(
 def tree_digest(units: Iterable[Unit]) -> str:
     """A digest of what a tree's files say (their parsed data: comments and layout do not
     count), so a durable run can tell whether it is resumed with the tree it began with."""
-    import hashlib  # a load's step only: `jianmu validate` does without it
-
     payload = [unit.data for unit in units]  # in expansion order; paths may differ by machine
     # (The parser refuses a recursive alias: the data has no cycle to look for.)
     text = json.dumps(

@@ -10,6 +10,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+from fake_distribution import write_distribution
 from overlay_helpers import EXAMPLES, REPO
 
 DIVERGING_TEST = """\
@@ -62,14 +63,8 @@ def test_importing_the_plugin_loads_no_layer_of_the_package():
 def test_a_fresh_pytest_finds_the_fixtures_through_the_entry_point(tmp_path: Path):
     # A distribution's metadata that declares only the entry point, as installing the project
     # writes it: pytest loads plugins from `pytest11` entry points on start-up.
-    probe = tmp_path / "site"
-    info = probe / "jianmu_plugin_probe-0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: jianmu-plugin-probe\nVersion: 0\n", encoding="utf-8"
-    )
-    (info / "entry_points.txt").write_text(
-        f"[pytest11]\njianmu = {entry_point()}\n", encoding="utf-8"
+    probe = write_distribution(
+        tmp_path / "site", "jianmu-plugin-probe", f"[pytest11]\njianmu = {entry_point()}\n"
     )
     diverging = tmp_path / "test_diverging.py"
     diverging.write_text(DIVERGING_TEST.format(examples=str(EXAMPLES)), encoding="utf-8")

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fake_distribution import write_distribution
 
 from jianmu_bt.tools import (
     BaseToolProvider,
@@ -189,15 +190,10 @@ print(type(calc).__module__, loaded_after_own_name, shout.name, registry._loaded
 def test_another_distribution_adds_tools_but_cannot_take_over_a_builtin_name(tmp_path):
     # A distribution's metadata, as installing a package with `jianmu.tools` entry points
     # writes it: one new tool and one that claims the built-in calculator's name.
-    site = tmp_path / "site"
-    info = site / "jianmu_tools_probe-0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: jianmu-tools-probe\nVersion: 0\n", encoding="utf-8"
-    )
-    (info / "entry_points.txt").write_text(
+    site = write_distribution(
+        tmp_path / "site",
+        "jianmu-tools-probe",
         "[jianmu.tools]\ncalculator = probe_tools:Shout\nshout = probe_tools:Shout\n",
-        encoding="utf-8",
     )
     (site / "probe_tools.py").write_text(
         "from jianmu_bt.tools import Tool\n\n"
