@@ -146,7 +146,7 @@ def _run_pipeline(
     expander = Expander(unit, loader)
     out.root_id = expander.expand()
     out.records = expander.records
-    if build:  # (a durable run compares it; validation has no use for it)
+    if build and not analysis_only:  # a load's: a durable run compares it
         out.digest = tree_digest(expander.units)
     out.diagnostics += loader.diagnostics + expander.diagnostics
     out.state, problems = build_state(expander.states, tree_name(unit))

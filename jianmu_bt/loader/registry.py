@@ -149,8 +149,9 @@ def models(uses: Iterable[Hashable] | None = None) -> Models:
     global _models
     with _lock:
         cached = _models
-        if cached is not None and cached.kinds.issuperset(
-            _kinds if uses is None else (k for k in uses if k in _kinds)
+        if cached is not None and (
+            len(cached.kinds) == len(_kinds)  # every kind (a registration clears the cache)
+            or (uses is not None and cached.kinds.issuperset(k for k in uses if k in _kinds))
         ):
             return cached
         if cached is None and uses is not None:
