@@ -12,6 +12,7 @@ in-flight task, and nothing keeps running after `run`/`arun` return.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 import time
@@ -46,6 +47,13 @@ from jianmu_bt.runtime.task_groups import (
     within,
 )
 from jianmu_bt.runtime.wakeup import Wakeup
+
+# Every run needs anyio's asyncio backend, which anyio imports on a process's first run (about
+# 10 ms, most of a first small batch). Imported with the runner instead, a process's first run
+# starts as fast as the next ones; `jianmu validate` imports no runner. A later anyio that moved
+# the module imports it on first use again.
+with contextlib.suppress(ImportError):
+    import anyio._backends._asyncio
 
 if TYPE_CHECKING:
     from jianmu_bt.runtime.journal import RunJournal

@@ -8,15 +8,17 @@ import sys
 
 from cli_helpers import TREES
 
-# What only running, drawing or serving a tree needs (or an HTTP LLM provider, or networkx,
-# which the checks do not need, or what only a Python function tool needs: its signature's
-# docstring parser).
+# What only running, drawing or serving a tree needs (the runner, with anyio's event loop
+# backend; an HTTP LLM provider; networkx, which the checks do not need; what only a Python
+# function tool needs: its signature's docstring parser).
 HEAVY = (
     "networkx",
     "httpx",
     "docstring_parser",
     "jianmu_bt.tools.function_tool",
     "jianmu_bt.viz",
+    "jianmu_bt.runtime.runner",
+    "anyio._backends",
     "jianmu_bt.loader.tree",
     "jianmu_bt.loader.session",
     "jianmu_bt.loader.durable",

@@ -1,5 +1,7 @@
 """TreeRunner and AsyncNode: event-driven ticking, halting, timeouts, events, isolation."""
 
+import subprocess
+import sys
 import threading
 import time
 
@@ -405,3 +407,31 @@ def test_a_write_in_a_tick_still_reaches_an_earlier_reactive_check_at_once():
     result = TreeRunner(root, state).run(timeout=5)
     assert result.status == Status.SUCCESS and result.ticks == 2
     assert forever.status == Status.INVALID  # preempted: its work was cancelled
+
+
+FIRST_RUN = """\
+import sys
+from jianmu_bt import tool
+from jianmu_bt.nodes import ToolExecutor
+from jianmu_bt.runtime import AgentState, StateManager, TreeRunner
+
+@tool
+def echo(x: int) -> int:
+    \"\"\"Return x.\"\"\"
+    return x
+
+state = StateManager(AgentState)
+state.set("actions", [{"name": "echo", "arguments": {"x": i}} for i in range(3)])
+before = set(sys.modules)
+result = TreeRunner(ToolExecutor([echo]), state).run()
+print(result.status.name, sorted(set(sys.modules) - before))
+"""
+
+
+def test_a_process_first_run_imports_nothing_on_first_use():
+    # The event loop backend comes with the runner's import: the first run of a process starts
+    # as fast as the next ones (a structural check, no times).
+    out = subprocess.run(
+        [sys.executable, "-c", FIRST_RUN], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.split(maxsplit=1) == ["SUCCESS", "[]\n"], out.stdout + out.stderr
