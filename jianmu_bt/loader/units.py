@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import stat
+from operator import itemgetter
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -146,7 +147,8 @@ def parse_unit(
         what = type(data).__name__ if data is not None else "nothing"
         message = f"a tree file is a mapping (version, name, state, tools, root, ...), got {what}"
         return None, [*problems, Diagnostic(file, 1, 1, "error", message, "not-a-tree")]
-    file_model = models(path[-1] for path in source.keys).file  # (its node kinds are keys)
+    # Its node kinds are among its keys' last names (a set made in C: one step per key).
+    file_model = models(set(map(itemgetter(-1), source.keys))).file
     repair = None
     try:
         model = file_model.model_validate(data)
