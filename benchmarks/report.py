@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -195,7 +195,24 @@ def markdown(results: dict[str, Any]) -> str:
         lines.append(
             f"| {headline.what} | {headline.before} | {headline.target} | {value} | {verdict} |"
         )
+    cpu = cpu_readings(results.get("data", {}))
+    if cpu:
+        lines.append(f"\n{cpu}.")
     return "\n".join(lines)
+
+
+def cpu_readings(data: Mapping[str, Mapping[str, Any]]) -> str:
+    """The CPU readings around each area (`suite.cpu_reading`) in one line; '' when none."""
+    readings = [
+        f"{name} {cpu['before']:.0f}/{cpu['after']:.0f}"
+        for name, area in data.items()
+        if (cpu := area.get("cpu_ms"))
+    ]
+    if not readings:
+        return ""
+    return "CPU reading, ms of a fixed loop before/after each area (lower: quicker): " + ", ".join(
+        readings
+    )
 
 
 def plot(results: dict[str, Any], path: Path) -> Path:

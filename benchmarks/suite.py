@@ -8,7 +8,9 @@ from its own imports, not from the modules, heap, caches and threads the areas b
 the concurrent-runs row 30% slower). `--same-process` runs them all in this one instead. The
 machine's load is read before and after each area: when the 1-minute load is above the number
 of usable CPUs, the area's verdicts read "load" (measured under load: not a verdict) instead of
-yes/NO.
+yes/NO. A CPU reading (`cpu_reading`) is taken before and after each area too: a shared machine's
+speed drifts from minute to minute without the load average showing it, and the rows whose
+target is an absolute time move with it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import platform
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -123,6 +126,24 @@ def cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+#: Additions in the CPU reading's loop: about 30 ms of pure-Python work on a quick minute here.
+CPU_WORK = 1_000_000
+
+
+def cpu_reading() -> float:
+    """Milliseconds a fixed piece of pure-Python work takes now (lower: a quicker minute).
+
+    On a shared machine the same loop took from 198 to 358 ms (3 million additions) within one
+    afternoon at a load average near 1: neither the load nor the hypervisor's steal time showed
+    it. Read before and after each area, it tells which absolute times met a slow minute.
+    """
+    start = time.perf_counter()
+    total = 0
+    for number in range(CPU_WORK):
+        total += number
+    return round((time.perf_counter() - start) * 1e3, 1)
+
+
 def heavy(loads: Sequence[float], usable: int) -> float | None:
     """The highest 1-minute load of `loads` when it is above `usable` CPUs, else None."""
     worst = max(loads)
@@ -183,7 +204,7 @@ def measure_apart(area: Area, settings: Settings) -> Section:
 def run_area(name: str, area: Area, settings: Settings, apart: bool = True) -> Section:
     """One area's section, measured in a fresh process (`apart`) or in this one; an area that
     fails becomes a row saying why, not a crash."""
-    before = os.getloadavg()[0]
+    before, cpu_before = os.getloadavg()[0], cpu_reading()
     try:
         section = measure_apart(area, settings) if apart else area(settings)
     except Exception as exc:  # one broken area must not hide the others' numbers
@@ -195,6 +216,7 @@ def run_area(name: str, area: Area, settings: Settings, apart: bool = True) -> S
     for row in section.rows:
         row.area = name
     section.data["load"] = mark_load(section, before, os.getloadavg()[0])
+    section.data["cpu_ms"] = {"before": cpu_before, "after": cpu_reading()}
     if not apart:
         gc.collect()  # the next area starts without this one's garbage
     return section
@@ -222,6 +244,9 @@ def main(areas: Mapping[str, Area], argv: Sequence[str] | None = None, prog: str
     elapsed = time.perf_counter() - started
     print()
     print_sections(sections)
+    cpu = report.cpu_readings(dict(zip(options.areas, (s.data for s in sections), strict=True)))
+    if cpu:
+        print(textwrap.fill(cpu, 100, subsequent_indent="    "))
     path = options.out / "latest.json"
     write_json(
         path,

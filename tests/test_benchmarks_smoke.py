@@ -53,6 +53,9 @@ def test_quick_toolset_run_prints_the_table_and_writes_the_json(tmp_path: Path) 
     assert results["areas"] == ["toolset"]
     assert results["machine"]["python"] == ".".join(map(str, sys.version_info[:3]))
     assert set(results["data"]["toolset"]["load"]) == {"before", "after"}
+    cpu = results["data"]["toolset"]["cpu_ms"]  # the CPU reading around the area
+    assert set(cpu) == {"before", "after"} and all(ms > 0 for ms in cpu.values())
+    assert re.search(r"^CPU reading, .*: toolset \d+/\d+$", done.stdout, re.M), done.stdout
     compared = [r for r in results["rows"] if r["target"] != "-"]
     assert len(compared) == 2, results["rows"]
     for r in compared:
@@ -115,6 +118,9 @@ def test_the_report_lists_every_headline_and_plots_the_measured_ones(tmp_path: P
     assert "| 25.00x (22.50-27.50) | yes |" in table
     assert "| 250.00 ms | NO |" in table
     assert "not measured" in table
+    assert "CPU reading" not in table  # results without readings say nothing of them
+    results["data"] = {"toolset": {"cpu_ms": {"before": 31.0, "after": 48.6}}, "agent": {}}
+    assert report.markdown(results).endswith("(lower: quicker): toolset 31/49.")
     if importlib.util.find_spec("matplotlib") is None:
         pytest.skip("matplotlib (the bench extra) is not installed")
     path = report.plot(results, tmp_path / "report.png")
