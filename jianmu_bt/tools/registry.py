@@ -101,8 +101,9 @@ class BuiltinToolProvider(BaseToolProvider):
             for alias, target in _DEFAULT_ALIASES.items():
                 cls._aliases.setdefault(alias, target)
             cls._loaded = 1
-        needs_all = name is None or (name not in cls._builtins and name not in cls._aliases)
-        if cls._loaded < 2 and needs_all:
+        if cls._loaded < 2 and (
+            name is None or (name not in cls._builtins and name not in cls._aliases)
+        ):
             for tool_name, source in _entry_point_tools(own=False).items():
                 cls._builtins.setdefault(tool_name, source)
             cls._loaded = 2
