@@ -13,6 +13,7 @@ from typing import Any, Unpack
 
 from pydantic import SecretStr
 
+from jianmu_bt.llm.anthropic_blocks import BlockAssembler, round_trip_data, thinking_text
 from jianmu_bt.llm.anthropic_wire import (
     ANTHROPIC_VERSION,
     DEFAULT_MAX_TOKENS,
@@ -91,35 +92,64 @@ class AnthropicProvider(HTTPProvider):
         return ""
 
     def _body(self, request: PreparedRequest, *, stream: bool) -> dict[str, Any]:
-        return anthropic_body(request, stream=stream, default_max_tokens=self.default_max_tokens)
+        return anthropic_body(
+            request,
+            stream=stream,
+            default_max_tokens=self.default_max_tokens,
+            origin=self.origin,
+        )
+
+    def _reply(
+        self,
+        blocks: list[dict[str, Any]],
+        calls: list[ToolCall],
+        *,
+        usage: Usage | None,
+        stop_reason: Any,
+        model: str,
+    ) -> LLMResponse:
+        text = "".join(str(b.get("text") or "") for b in blocks if b.get("type") == "text")
+        refusal = None
+        if stop_reason == "refusal":
+            refusal = text or "the model declined to answer (stop_reason: refusal)"
+        return LLMResponse.build(
+            text,
+            calls,
+            usage=usage,
+            finish_reason=_finish(stop_reason),
+            model=model,
+            reasoning=thinking_text(blocks),
+            refusal=refusal,
+            provider_data=round_trip_data(self.origin, blocks),
+        )
 
     def _parse(self, data: dict[str, Any], request: PreparedRequest) -> LLMResponse:
         malformed = self._endpoint.malformed
         content = data.get("content")
         if not isinstance(content, list):
             raise malformed(request.model, "missing 'content' (a list of blocks)", str(data))
-        texts: list[str] = []
         calls: list[ToolCall] = []
         for i, block in enumerate(content):
-            kind = block.get("type") if isinstance(block, Mapping) else None
-            if kind == "text":
-                texts.append(str(block.get("text") or ""))
-            elif kind == "tool_use":
+            if not isinstance(block, Mapping) or not block.get("type"):
+                raise malformed(request.model, f"'content[{i}]' is not a typed block", str(block))
+            if block["type"] == "tool_use":  # server tools (server_tool_use) are not ours to run
                 if not block.get("id") or not block.get("name"):
                     problem = f"'content[{i}]' (tool_use) needs 'id' and 'name'"
                     raise malformed(request.model, problem, str(block))
                 calls.append(ToolCall.from_dict(block))
-        return LLMResponse.build(
-            "".join(texts),
+        return self._reply(
+            [dict(block) for block in content],
             calls,
             usage=_usage(data.get("usage")),
-            finish_reason=_finish(data.get("stop_reason")),
+            stop_reason=data.get("stop_reason"),
             model=data.get("model") or request.model,
         )
 
     async def _events(self, request: PreparedRequest) -> AsyncGenerator[StreamEvent, None]:
         endpoint = self._endpoint
         assembler = StreamAssembler()
+        blocks = BlockAssembler()
+        stop_reason: Any = None
         stopped = False
         async with aclosing(self._server_events(request)) as events:
             async for event in events:
@@ -127,16 +157,17 @@ class AnthropicProvider(HTTPProvider):
                 if not isinstance(payload, Mapping):
                     raise endpoint.malformed(request.model, "an event is not an object", event.data)
                 kind = payload.get("type") or event.event
+                index = payload.get("index")
                 if kind == "message_start":
                     message = payload.get("message") or {}
                     assembler.set_model(message.get("model"))
                     if usage := _usage(message.get("usage")):
                         assembler.set_usage(usage)
                 elif kind == "content_block_start":
-                    block = payload.get("content_block") or {}
+                    block = blocks.start(index, payload.get("content_block") or {})
                     if block.get("type") == "tool_use":
                         yield assembler.add_tool_fragment(
-                            payload.get("index"),
+                            index,
                             id=block.get("id"),
                             name=block.get("name"),
                             arguments=tool_input_text(block),
@@ -147,16 +178,23 @@ class AnthropicProvider(HTTPProvider):
                         yield text
                 elif kind == "content_block_delta":
                     delta = payload.get("delta") or {}
-                    if delta.get("type") == "text_delta":
+                    blocks.delta(index, delta)
+                    delta_kind = delta.get("type")
+                    if delta_kind == "text_delta":
                         if text := assembler.add_text(delta.get("text") or ""):
                             yield text
-                    elif delta.get("type") == "input_json_delta":
+                    elif delta_kind == "thinking_delta":
+                        if thought := assembler.add_reasoning(delta.get("thinking") or ""):
+                            yield thought
+                    elif delta_kind == "input_json_delta" and blocks.kind(index) == "tool_use":
                         yield assembler.add_tool_fragment(
-                            payload.get("index"), arguments=delta.get("partial_json") or ""
+                            index, arguments=delta.get("partial_json") or ""
                         )
+                elif kind == "content_block_stop":
+                    blocks.stop(index)
                 elif kind == "message_delta":
                     delta = payload.get("delta") or {}
-                    assembler.set_finish_reason(_finish(delta.get("stop_reason")))
+                    stop_reason = delta.get("stop_reason") or stop_reason
                     if usage := _usage(payload.get("usage"), assembler.usage):
                         assembler.set_usage(usage)
                 elif kind == "message_stop":
@@ -166,7 +204,15 @@ class AnthropicProvider(HTTPProvider):
                     raise self._error_event(payload.get("error"), request.model)
         if not stopped:
             raise endpoint.malformed(request.model, "the stream ended before 'message_stop'")
-        yield StreamCompleted(assembler.build(request.model))
+        yield StreamCompleted(
+            self._reply(
+                blocks.content(),
+                assembler.tool_calls(),
+                usage=assembler.usage,
+                stop_reason=stop_reason,
+                model=assembler.model or request.model,
+            )
+        )
 
     def _error_event(self, error: Any, model: str) -> LLMError:
         """An `error` event: a `rate_limit_error` is an LLMRateLimitError, others server errors."""

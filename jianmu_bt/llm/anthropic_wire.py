@@ -6,11 +6,18 @@
 | user content                           | a user turn with `text` (and `image`) blocks           |
 | assistant `content` + `tool_calls`     | an assistant turn: a `text` block, `tool_use` blocks   |
 | tool messages (`tool_call_id`)         | `tool_result` blocks (`tool_use_id`) in one user turn  |
+| `provider_data` of this origin         | the reply's own blocks, exactly as received            |
 
 Consecutive messages that land on the same side are merged into one turn, because the API wants
 turns to alternate; tool results lead the user turn that follows a tool use, as the API requires
 (they directly follow the assistant message, which `normalize_messages` enforces). A tool
 result whose text starts with "Error:" is marked `is_error`.
+
+An assistant reply that held more than text and tool calls (`thinking` and `redacted_thinking`
+blocks with their signatures, server-tool blocks such as `server_tool_use` and
+`web_search_tool_result`) keeps its blocks in `provider_data` (`{"origin", "content": [...]}`),
+and they go back as they came, which extended thinking with tools requires. Another provider's
+parts are dropped (`jianmu_bt.llm.round_trip`).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from typing import Any
 
 from jianmu_bt.llm.errors import InvalidRequestError
 from jianmu_bt.llm.request import PreparedRequest
+from jianmu_bt.llm.round_trip import parts_for
 from jianmu_bt.tools import ToolCall
 from jianmu_bt.tools.calls import ERROR_PREFIX
 
@@ -33,8 +41,13 @@ FINISH_REASONS = {
     "stop_sequence": "stop",
     "max_tokens": "length",
     "tool_use": "tool_calls",
-    "refusal": "content_filter",
+    "refusal": "refusal",
+    "model_context_window_exceeded": "length",
 }
+
+PLAIN_BLOCKS = frozenset({"text", "tool_use"})
+"""Block types rebuilt exactly from a message's text and tool calls; a reply with any other
+block keeps its blocks in `provider_data`."""
 
 
 def _image_block(where: str, part: Mapping[str, Any]) -> dict[str, Any]:
@@ -87,7 +100,21 @@ def _tool_use_block(openai_call: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "tool_use", "id": call.id, "name": call.name, "input": dict(arguments)}
 
 
-def _blocks_of(index: int, message: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+def _own_blocks(message: Mapping[str, Any], origin: str) -> list[dict[str, Any]] | None:
+    """The reply's blocks as received, when they came from `origin` and still match its calls."""
+    parts = parts_for(message, origin)
+    blocks = parts.get("content") if parts is not None else None
+    if not isinstance(blocks, list):
+        return None
+    used = [b.get("id") for b in blocks if isinstance(b, Mapping) and b.get("type") == "tool_use"]
+    if used != [call.get("id") for call in message.get("tool_calls", [])]:
+        return None  # the calls were changed since: rebuild from the message
+    return [dict(block) for block in blocks]
+
+
+def _blocks_of(
+    index: int, message: Mapping[str, Any], origin: str
+) -> tuple[str, list[dict[str, Any]]]:
     role = message["role"]
     where = f"messages[{index}] ({role})"
     if role == "tool":
@@ -101,23 +128,27 @@ def _blocks_of(index: int, message: Mapping[str, Any]) -> tuple[str, list[dict[s
             block["is_error"] = True
         return "user", [block]
     if role == "assistant":
-        blocks = _content_blocks(where, message.get("content"))
+        own = _own_blocks(message, origin)
+        if own is not None:
+            return "assistant", own
+        blocks = _content_blocks(where, message.get("content") or message.get("refusal"))
         blocks += [_tool_use_block(call) for call in message.get("tool_calls", [])]
         return "assistant", blocks
     return "user", _content_blocks(where, message["content"])
 
 
 def anthropic_messages(
-    messages: list[dict[str, Any]],
+    messages: list[dict[str, Any]], origin: str = ""
 ) -> tuple[str | None, list[dict[str, Any]]]:
-    """The `system` text and the alternating turns for already-normalised `messages`."""
+    """The `system` text and the alternating turns for already-normalised `messages` (with the
+    round-trip blocks of replies from `origin`)."""
     system: list[str] = []
     turns: list[dict[str, Any]] = []
     for index, message in enumerate(messages):
         if message["role"] == "system":
             system.append(_system_text(f"messages[{index}] (system)", message["content"]))
             continue
-        side, blocks = _blocks_of(index, message)
+        side, blocks = _blocks_of(index, message, origin)
         if not blocks:
             continue  # the API rejects empty turns and empty text blocks
         if turns and turns[-1]["role"] == side:
@@ -128,11 +159,11 @@ def anthropic_messages(
 
 
 def anthropic_body(
-    request: PreparedRequest, *, stream: bool, default_max_tokens: int
+    request: PreparedRequest, *, stream: bool, default_max_tokens: int, origin: str = ""
 ) -> dict[str, Any]:
     """The Messages API request body for `request`."""
     options = request.options
-    system, turns = anthropic_messages(request.messages)
+    system, turns = anthropic_messages(request.messages, origin)
     body: dict[str, Any] = {
         "model": request.model,
         "max_tokens": options.max_tokens or default_max_tokens,

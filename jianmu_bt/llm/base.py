@@ -28,7 +28,10 @@ class LLMOptions(BaseModel):
     `tool_choice` is "auto", "none", "required" or the name of one tool the model must call.
     `timeout` bounds one HTTP request in seconds (for a stream: connecting and each wait for the
     next chunk). `extra` is merged into the vendor's request body as it is (e.g. `{"top_p": 0.9}`,
-    `{"stop": ["\\n"]}`), for settings this model does not name.
+    `{"stop": ["\\n"]}`), for settings this model does not name. `output_schema` (the JSON Schema
+    of an object) asks for the final answer as JSON of that shape through the vendor's native
+    structured output where it has one (OpenAI's `response_format`); `output_name` names that
+    shape and `output_strict` asks the vendor to enforce it exactly.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -39,6 +42,9 @@ class LLMOptions(BaseModel):
     tool_choice: str | None = None
     timeout: float | None = Field(default=None, gt=0)
     parallel_tool_calls: bool | None = None
+    output_schema: dict[str, Any] | None = None
+    output_name: str | None = None
+    output_strict: bool | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
 
     def merged(self, override: LLMOptions | None) -> LLMOptions:
@@ -84,13 +90,41 @@ class Usage(BaseModel):
         )
 
 
+FINISH_REASONS = ("stop", "tool_calls", "length", "content_filter", "refusal", "other")
+"""The words `LLMResponse.finish_reason` takes, whatever the vendor said:
+
+- `stop`: the model ended its reply (an empty or missing reason without tool calls too);
+- `tool_calls`: the reply asks for tools (also when a server says "stop" beside tool calls);
+- `length`: cut off at the output token limit (`max_tokens`);
+- `content_filter`: stopped by the provider's safety filter;
+- `refusal`: the model declined (OpenAI's `refusal`, Anthropic's `stop_reason: refusal`);
+- `other`: a reason none of these covers; the vendor's word is in `vendor_finish_reason`.
+"""
+
+REFUSED = frozenset({"refusal", "content_filter"})
+"""The finish reasons that mean the model (or its filter) would not answer."""
+
+
+def finish_word(reason: str | None, has_calls: bool, refusal: str | None = None) -> str:
+    """The `FINISH_REASONS` word for a vendor's already-mapped `reason`."""
+    if refusal:
+        return "refusal"
+    if not reason or (reason == "stop" and has_calls):
+        # Some servers say "stop" (or nothing) even when the turn ends in tool calls.
+        return "tool_calls" if has_calls else "stop"
+    return reason if reason in FINISH_REASONS else "other"
+
+
 class LLMResponse(BaseModel):
     """One assistant reply: the message to append to the conversation and what it asks for.
 
     `message` is the assistant dict in the OpenAI Chat shape (`content`, and `tool_calls` as
-    `ToolCall.to_openai()` entries when there are any); `tool_calls` are the same calls as
-    `ToolCall`s, each with an id; `text` is the reply's text ("" when none). `finish_reason` uses
-    the OpenAI words: "stop", "tool_calls", "length", "content_filter" (Anthropic's are mapped).
+    `ToolCall.to_openai()` entries when there are any, plus `refusal`, `reasoning` and
+    `provider_data` when the reply has them, see `jianmu_bt.llm.round_trip`); `tool_calls` are
+    the same calls as `ToolCall`s, each with an id; `text` is the reply's text ("" when none);
+    `reasoning` its readable thinking; `refusal` the model's words when it declined.
+    `finish_reason` is one of `FINISH_REASONS`; `vendor_finish_reason` keeps the vendor's own
+    word when it maps to `other`.
     """
 
     # Built on first use, not at import: only a run makes replies, so `jianmu validate` (which
@@ -103,6 +137,9 @@ class LLMResponse(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     finish_reason: str | None = None
     model: str | None = None
+    reasoning: str = ""
+    refusal: str | None = None
+    vendor_finish_reason: str | None = None
 
     @classmethod
     def build(
@@ -113,29 +150,44 @@ class LLMResponse(BaseModel):
         usage: Usage | None = None,
         finish_reason: str | None = None,
         model: str | None = None,
+        reasoning: str = "",
+        refusal: str | None = None,
+        provider_data: Mapping[str, Any] | None = None,
     ) -> LLMResponse:
-        """A response whose `message` is derived from `text` and `tool_calls` (every call with an
-        id of its own)."""
+        """A response whose `message` is derived from the parts given (every call with an id of
+        its own); `finish_reason` is mapped to one of `FINISH_REASONS`."""
         calls = ToolCall.with_unique_ids(tool_calls)
         message: dict[str, Any] = {"role": "assistant", "content": text or (None if calls else "")}
         if calls:
             message["tool_calls"] = [call.to_openai() for call in calls]
-        if finish_reason is None or (finish_reason == "stop" and calls):
-            # Some servers say "stop" even when the turn ends in tool calls.
-            finish_reason = "tool_calls" if calls else "stop"
+        if refusal:
+            message["refusal"] = refusal
+        if reasoning:
+            message["reasoning"] = reasoning
+        if provider_data:
+            message["provider_data"] = dict(provider_data)
+        word = finish_word(finish_reason, bool(calls), refusal)
         return cls(
             message=message,
             tool_calls=calls,
             text=text,
             usage=usage or Usage(),
-            finish_reason=finish_reason,
+            finish_reason=word,
             model=model,
+            reasoning=reasoning,
+            refusal=refusal or None,
+            vendor_finish_reason=finish_reason if word == "other" else None,
         )
 
     @property
     def has_tool_calls(self) -> bool:
         """True when the model asked for at least one tool call."""
         return bool(self.tool_calls)
+
+    @property
+    def refused(self) -> bool:
+        """True when the model (or the provider's filter) declined to answer."""
+        return self.finish_reason in REFUSED
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of every field."""
@@ -148,6 +200,14 @@ class TextDelta:
 
     text: str
     kind: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A piece of the reply's reasoning (thinking) text, in order; never part of the answer."""
+
+    text: str
+    kind: Literal["reasoning"] = "reasoning"
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +233,7 @@ class StreamCompleted:
     kind: Literal["completed"] = "completed"
 
 
-StreamEvent = TextDelta | ToolCallDelta | StreamCompleted
+StreamEvent = TextDelta | ReasoningDelta | ToolCallDelta | StreamCompleted
 
 
 @runtime_checkable
@@ -181,8 +241,9 @@ class LLMProvider(Protocol):
     """What a tree node needs from an LLM: one async call, and the same call as a stream.
 
     `messages` are OpenAI-shaped dicts; `tools` a ToolSet, Tools or `{"name", "description",
-    "parameters"}` schemas. `stream` yields `TextDelta`s and `ToolCallDelta`s as they arrive and
-    ends with one `StreamCompleted` carrying the same `LLMResponse` `complete` would return.
+    "parameters"}` schemas. `stream` yields `TextDelta`s, `ReasoningDelta`s and
+    `ToolCallDelta`s as they arrive and ends with one `StreamCompleted` carrying the same
+    `LLMResponse` `complete` would return.
     Errors are `jianmu_bt.llm.LLMError` subclasses.
     """
 

@@ -24,6 +24,7 @@ from jianmu_bt.llm.errors import LLMConfigurationError, LLMError, LLMServerError
 from jianmu_bt.llm.http_errors import DEFAULT_RETRY_STATUSES
 from jianmu_bt.llm.provider import ProviderBase
 from jianmu_bt.llm.request import PreparedRequest
+from jianmu_bt.llm.round_trip import origin_of
 from jianmu_bt.llm.transport import HTTPEndpoint, check_base_url
 from jianmu_bt.tools.retry import RetryPolicy
 
@@ -167,6 +168,7 @@ class HTTPProvider(ProviderBase):
             self.vendor, base_url=base_url, api_key=api_key, api_key_env=api_key_env, model=model
         )
         self.base_url = settings.base_url
+        self.origin = origin_of(self.vendor.name, settings.base_url)
         self._settings = settings
         self._defaults = LLMOptions(model=settings.model, timeout=timeout).merged(options)
         self._endpoint = HTTPEndpoint(

@@ -7,6 +7,10 @@ The four roles::
     {"role": "assistant", "content": str | None, "tool_calls": [ToolCall.to_openai(), ...]}
     {"role": "tool",      "content": str, "tool_call_id": str, "name": str}
 
+An assistant message may also carry `refusal` (the model's words when it declined), `reasoning`
+(its readable thinking) and `provider_data` (parts its provider needs back on the next turn, see
+`jianmu_bt.llm.round_trip`).
+
 They live in a tree's state as they are (JSON-ready), and every provider converts them to its
 vendor's wire format. `normalize_messages` checks a conversation the way the vendors' APIs do
 (every tool message answers an earlier tool call by id, every tool call is answered) and reports
@@ -19,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence, Set as AbstractSet
 from typing import Any
 
 from jianmu_bt.llm.errors import InvalidRequestError
+from jianmu_bt.llm.round_trip import PROVIDER_DATA
 from jianmu_bt.tools import ToolCall, ToolResult
 from jianmu_bt.tools.calls import as_text
 
@@ -27,7 +32,7 @@ ROLES = ("system", "user", "assistant", "tool")
 _ALLOWED_KEYS = {
     "system": {"role", "content", "name"},
     "user": {"role", "content", "name"},
-    "assistant": {"role", "content", "tool_calls", "name"},
+    "assistant": {"role", "content", "tool_calls", "name", "refusal", "reasoning", "provider_data"},
     "tool": {"role", "content", "tool_call_id", "name"},
 }
 
@@ -180,6 +185,7 @@ def normalize_tail(
                 message["tool_calls"] = calls
                 for call in calls:
                     pending[call["id"]] = (index, call["function"]["name"])
+            _copy_extras(where, raw, message)
         elif role == "tool":
             call_id = raw.get("tool_call_id")
             if not isinstance(call_id, str) or not call_id:
@@ -202,6 +208,28 @@ def normalize_tail(
     if pending:
         _raise_unanswered(pending, None)
     return result
+
+
+def _copy_extras(where: str, raw: Mapping[str, Any], message: dict[str, Any]) -> None:
+    """Copy an assistant message's `refusal`, `reasoning` and `provider_data`, checked."""
+    for key in ("refusal", "reasoning"):
+        value = raw.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise InvalidRequestError(
+                f"{where}: {key!r} must be a string, got {type(value).__name__}"
+            )
+        message[key] = value
+    data = raw.get(PROVIDER_DATA)
+    if data is None:
+        return
+    if not isinstance(data, Mapping) or not isinstance(data.get("origin"), str):
+        raise InvalidRequestError(
+            f"{where}: 'provider_data' must be a mapping with an 'origin' string (the parts a "
+            "provider gave for this reply, see jianmu_bt.llm.round_trip)"
+        )
+    message[PROVIDER_DATA] = data
 
 
 def _raise_unanswered(pending: Mapping[str, tuple[int, str]], before: int | None) -> None:

@@ -18,15 +18,27 @@ Settings come from the arguments, else `JIANMU_LLM_BASE_URL` / `OPENAI_BASE_URL`
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, Unpack
 
 from pydantic import SecretStr
 
-from jianmu_bt.llm.base import LLMResponse, StreamCompleted, StreamEvent, Usage
+from jianmu_bt.llm.base import LLMResponse, StreamCompleted, StreamEvent
 from jianmu_bt.llm.http_provider import HTTPProvider, HTTPSettings, VendorSettings
-from jianmu_bt.llm.request import TOOL_CHOICE_WORDS, PreparedRequest
+from jianmu_bt.llm.openai_chat_wire import (
+    ROUND_TRIP_CALL_FIELDS,
+    ROUND_TRIP_FIELDS,
+    chat_body,
+    finish_of,
+    kept_fields,
+    provider_data,
+    reasoning_of,
+    text_of,
+    usage_of,
+)
+from jianmu_bt.llm.request import PreparedRequest
+from jianmu_bt.llm.round_trip import merge_fields
 from jianmu_bt.llm.streaming import StreamAssembler
 from jianmu_bt.tools import ToolCall
 
@@ -41,66 +53,14 @@ OPENAI = VendorSettings(
 )
 
 
-def _wire_message(message: Mapping[str, Any]) -> dict[str, Any]:
-    if message["role"] == "tool":
-        # The API's tool message has exactly these fields; strict servers reject others.
-        keys = ("role", "tool_call_id", "content")
-        return {key: message[key] for key in keys}
-    return dict(message)
-
-
-def openai_body(request: PreparedRequest, *, stream: bool, stream_usage: bool) -> dict[str, Any]:
-    """The Chat Completions request body for `request`."""
-    options = request.options
-    body: dict[str, Any] = {
-        "model": request.model,
-        "messages": [_wire_message(m) for m in request.messages],
-    }
-    if request.tools:
-        body["tools"] = [{"type": "function", "function": schema} for schema in request.tools]
-        choice = options.tool_choice
-        if choice in TOOL_CHOICE_WORDS:
-            body["tool_choice"] = choice
-        elif choice:
-            body["tool_choice"] = {"type": "function", "function": {"name": choice}}
-        if options.parallel_tool_calls is not None:
-            body["parallel_tool_calls"] = options.parallel_tool_calls
-    if options.temperature is not None:
-        body["temperature"] = options.temperature
-    if options.max_tokens is not None:
-        body["max_tokens"] = options.max_tokens
-    if stream:
-        body["stream"] = True
-        if stream_usage:
-            body["stream_options"] = {"include_usage": True}
-    body.update(options.extra)
-    return body
-
-
-def _text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, list):  # content parts
-        return "".join(p.get("text", "") for p in content if isinstance(p, Mapping))
-    return str(content)
-
-
-def _usage(data: Any) -> Usage | None:
-    if not isinstance(data, Mapping):
-        return None
-    return Usage(
-        input_tokens=int(data.get("prompt_tokens") or 0),
-        output_tokens=int(data.get("completion_tokens") or 0),
-        total_tokens=int(data.get("total_tokens") or 0),
-    )
-
-
 class OpenAICompatibleProvider(HTTPProvider):
     """An LLM behind an OpenAI-compatible `/chat/completions` endpoint.
 
     Parallel tool calls come back as several `ToolCall`s with their ids. `stream_usage` asks
     for token usage at the end of a stream (`stream_options.include_usage`); turn it off for a
-    server that rejects that field. The other settings are `HTTPProvider`'s.
+    server that rejects that field. `round_trip_fields` and `round_trip_call_fields` name the
+    fields of a reply (of each of its tool calls) this server wants back on the next turn
+    (`jianmu_bt.llm.openai_chat_wire`). The other settings are `HTTPProvider`'s.
     """
 
     vendor = OPENAI
@@ -115,9 +75,13 @@ class OpenAICompatibleProvider(HTTPProvider):
         api_key: str | SecretStr | None = None,
         *,
         stream_usage: bool = True,
+        round_trip_fields: Sequence[str] = ROUND_TRIP_FIELDS,
+        round_trip_call_fields: Sequence[str] = ROUND_TRIP_CALL_FIELDS,
         **settings: Unpack[HTTPSettings],
     ) -> None:
         self.stream_usage = stream_usage
+        self.round_trip_fields = tuple(round_trip_fields)
+        self.round_trip_call_fields = tuple(round_trip_call_fields)
         super().__init__(model, base_url, api_key, **settings)
 
     def _not_found_hint(self, base_url: str) -> str:
@@ -129,7 +93,7 @@ class OpenAICompatibleProvider(HTTPProvider):
         )
 
     def _body(self, request: PreparedRequest, *, stream: bool) -> dict[str, Any]:
-        return openai_body(request, stream=stream, stream_usage=self.stream_usage)
+        return chat_body(request, stream=stream, stream_usage=self.stream_usage, origin=self.origin)
 
     def _parse(self, data: dict[str, Any], request: PreparedRequest) -> LLMResponse:
         malformed = self._endpoint.malformed
@@ -144,6 +108,7 @@ class OpenAICompatibleProvider(HTTPProvider):
         if not isinstance(raw_calls, list):
             raise malformed(request.model, "'choices[0].message.tool_calls' is not a list")
         calls = []
+        call_fields = []
         for i, raw in enumerate(raw_calls):
             function = raw.get("function") if isinstance(raw, Mapping) else None
             if not isinstance(function, Mapping) or not function.get("name"):
@@ -153,17 +118,25 @@ class OpenAICompatibleProvider(HTTPProvider):
                     str(raw),
                 )
             calls.append(ToolCall.from_dict(raw))
+            call_fields.append(kept_fields(raw, self.round_trip_call_fields))
+        refusal = message.get("refusal")
         return LLMResponse.build(
-            _text(message.get("content")),
+            text_of(message.get("content")),
             calls,
-            usage=_usage(data.get("usage")),
-            finish_reason=choice.get("finish_reason"),
+            usage=usage_of(data.get("usage")),
+            finish_reason=finish_of(choice.get("finish_reason")),
             model=data.get("model") or request.model,
+            reasoning=reasoning_of(message),
+            refusal=str(refusal) if refusal else None,
+            provider_data=provider_data(
+                self.origin, kept_fields(message, self.round_trip_fields), call_fields
+            ),
         )
 
     async def _events(self, request: PreparedRequest) -> AsyncGenerator[StreamEvent, None]:
         endpoint = self._endpoint
         assembler = StreamAssembler()
+        kept: dict[str, Any] = {}
         done = False
         async with aclosing(self._server_events(request)) as events:
             async for event in events:
@@ -177,14 +150,19 @@ class OpenAICompatibleProvider(HTTPProvider):
                     said = error.get("message") if isinstance(error, Mapping) else error
                     raise self._stream_error(said, request.model)
                 assembler.set_model(chunk.get("model"))
-                if usage := _usage(chunk.get("usage")):
+                if usage := usage_of(chunk.get("usage")):
                     assembler.set_usage(usage)
                 for choice in chunk.get("choices") or []:
                     if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
                         continue  # only the first choice is read (n=1)
                     delta = choice.get("delta") or {}
-                    if text := assembler.add_text(_text(delta.get("content"))):
+                    if thought := assembler.add_reasoning(reasoning_of(delta)):
+                        yield thought
+                    if text := assembler.add_text(text_of(delta.get("content"))):
                         yield text
+                    if refusal := assembler.add_refusal(text_of(delta.get("refusal"))):
+                        yield refusal
+                    merge_fields(kept, kept_fields(delta, self.round_trip_fields))
                     for fragment in delta.get("tool_calls") or []:
                         function = fragment.get("function") or {}
                         yield assembler.add_tool_fragment(
@@ -192,10 +170,12 @@ class OpenAICompatibleProvider(HTTPProvider):
                             id=fragment.get("id"),
                             name=function.get("name"),
                             arguments=function.get("arguments"),
+                            extra=kept_fields(fragment, self.round_trip_call_fields),
                         )
-                    assembler.set_finish_reason(choice.get("finish_reason"))
+                    assembler.set_finish_reason(finish_of(choice.get("finish_reason")))
         if not done and assembler.finish_reason is None:
             raise endpoint.malformed(
                 request.model, "the stream ended before a finish_reason or [DONE]"
             )
+        assembler.provider_data = provider_data(self.origin, kept, assembler.call_extras)
         yield StreamCompleted(assembler.build(request.model))

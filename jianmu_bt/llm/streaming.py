@@ -13,10 +13,12 @@ or id continues the most recent call.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from jianmu_bt.llm.base import LLMResponse, TextDelta, ToolCallDelta, Usage
+from jianmu_bt.llm.base import LLMResponse, ReasoningDelta, TextDelta, ToolCallDelta, Usage
+from jianmu_bt.llm.round_trip import merge_fields
 from jianmu_bt.tools import ToolCall
 
 
@@ -25,17 +27,22 @@ class _CallBuffer:
     id: str | None = None
     name: str = ""
     arguments: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)  # vendor fields sent back next turn
 
 
 class StreamAssembler:
     """Collects the events of one stream and builds the final `LLMResponse`.
 
-    Providers feed it (`add_text`, `add_tool_fragment`, `set_finish_reason`, `set_usage`,
-    `set_model`); the `add_*` methods return the event to yield to the caller.
+    Providers feed it (`add_text`, `add_reasoning`, `add_refusal`, `add_tool_fragment`,
+    `set_finish_reason`, `set_usage`, `set_model`, `provider_data`); the `add_*` methods return
+    the event to yield to the caller.
     """
 
     def __init__(self) -> None:
         self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._refusal: list[str] = []
+        self.provider_data: dict[str, Any] | None = None  # set by the provider before `build`
         self._calls: list[_CallBuffer] = []
         self._by_key: dict[Any, int] = {}  # vendor index -> position in _calls
         self.finish_reason: str | None = None
@@ -49,6 +56,20 @@ class StreamAssembler:
         self._text.append(text)
         return TextDelta(text)
 
+    def add_reasoning(self, text: str) -> ReasoningDelta | None:
+        """Record a piece of reasoning text; returns its event (None for an empty piece)."""
+        if not text:
+            return None
+        self._reasoning.append(text)
+        return ReasoningDelta(text)
+
+    def add_refusal(self, text: str) -> TextDelta | None:
+        """Record a piece of a refusal (shown as text as it arrives, kept apart from the answer)."""
+        if not text:
+            return None
+        self._refusal.append(text)
+        return TextDelta(text)
+
     def add_tool_fragment(
         self,
         key: Any = None,
@@ -56,11 +77,13 @@ class StreamAssembler:
         id: str | None = None,
         name: str | None = None,
         arguments: Any = None,
+        extra: Mapping[str, Any] | None = None,
     ) -> ToolCallDelta:
         """Record one fragment of a tool call; `key` is the vendor's index for the call.
 
         `arguments` is the next piece of argument JSON (a dict, sent whole by some servers, is
-        serialised). The first non-empty name of a call is kept.
+        serialised). The first non-empty name of a call is kept. `extra` holds vendor fields of
+        the call to send back on the next turn (merged with `round_trip.merge_fields`).
         """
         position = self._position(key, id)
         buffer = self._calls[position]
@@ -68,6 +91,8 @@ class StreamAssembler:
             buffer.id = id
         if name and not buffer.name:
             buffer.name = name
+        if extra:
+            merge_fields(buffer.extra, extra)
         piece = _argument_text(arguments)
         if piece:
             buffer.arguments.append(piece)
@@ -109,6 +134,16 @@ class StreamAssembler:
         """The text so far."""
         return "".join(self._text)
 
+    @property
+    def reasoning(self) -> str:
+        """The reasoning text so far."""
+        return "".join(self._reasoning)
+
+    @property
+    def call_extras(self) -> list[dict[str, Any]]:
+        """Each call's vendor fields (an empty dict for a call without any), in call order."""
+        return [buffer.extra for buffer in self._calls]
+
     def tool_calls(self) -> list[ToolCall]:
         """The tool calls so far, each with its arguments joined and decoded."""
         calls = []
@@ -126,6 +161,9 @@ class StreamAssembler:
             usage=self.usage,
             finish_reason=self.finish_reason,
             model=self.model or default_model,
+            reasoning=self.reasoning,
+            refusal="".join(self._refusal) or None,
+            provider_data=self.provider_data,
         )
 
 

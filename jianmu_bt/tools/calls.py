@@ -39,7 +39,10 @@ def _decode_arguments(raw: Any) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """One requested tool invocation: a lower-cased tool name, its arguments and a call id.
+    """One requested tool invocation: a tool name, its arguments and a call id.
+
+    The name is kept as the model wrote it (the tool's declared name, which goes back to the
+    API as it is); tool sets and the guard look names up without regard to case.
 
     `arguments` is usually a dict; it stays a string when the LLM produced text that is not JSON,
     so the executor can answer with an error the LLM can correct instead of failing to parse.
@@ -72,7 +75,7 @@ class ToolCall:
             raw_args = source.get("input")
         call_id = data.get("id") or data.get("tool_call_id") or None
         return ToolCall(
-            name=str(name).strip().lower(),
+            name=str(name).strip(),
             arguments=_decode_arguments(raw_args),
             id=str(call_id) if call_id else None,
         )

@@ -5,9 +5,9 @@ import pytest
 from jianmu_bt.tools import ToolCall, ToolResult
 
 
-def test_from_dict_decodes_json_string_arguments():
+def test_from_dict_decodes_json_string_arguments_and_keeps_the_declared_name():
     call = ToolCall.from_dict({"name": "Add", "arguments": '{"a": 1, "b": 2}', "id": "c1"})
-    assert call == ToolCall(name="add", arguments={"a": 1, "b": 2}, id="c1")
+    assert call == ToolCall(name="Add", arguments={"a": 1, "b": 2}, id="c1")
 
 
 def test_from_dict_keeps_undecodable_arguments_as_string():
@@ -17,7 +17,7 @@ def test_from_dict_keeps_undecodable_arguments_as_string():
 
 def test_from_dict_reads_openai_shape():
     raw = {"id": "call_9", "type": "function", "function": {"name": "Calc", "arguments": "{}"}}
-    assert ToolCall.from_dict(raw) == ToolCall(name="calc", arguments={}, id="call_9")
+    assert ToolCall.from_dict(raw) == ToolCall(name="Calc", arguments={}, id="call_9")
 
 
 def test_from_dict_empty_arguments_become_empty_dict():
