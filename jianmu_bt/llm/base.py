@@ -124,7 +124,9 @@ class LLMResponse(BaseModel):
     the same calls as `ToolCall`s, each with an id; `text` is the reply's text ("" when none);
     `reasoning` its readable thinking; `refusal` the model's words when it declined.
     `finish_reason` is one of `FINISH_REASONS`; `vendor_finish_reason` keeps the vendor's own
-    word when it maps to `other`.
+    word when it maps to `other`. `cost` is what the reply cost in US dollars (None: no price
+    known for its model); `provider` names the provider that answered when several could have
+    (`FallbackProvider`).
     """
 
     # Built on first use, not at import: only a run makes replies, so `jianmu validate` (which
@@ -140,6 +142,8 @@ class LLMResponse(BaseModel):
     reasoning: str = ""
     refusal: str | None = None
     vendor_finish_reason: str | None = None
+    cost: float | None = None
+    provider: str | None = None
 
     @classmethod
     def build(

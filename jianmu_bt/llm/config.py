@@ -10,8 +10,10 @@ Keys: `provider` (openai | openai_compatible | anthropic | scripted), `model`, `
 `api_key_env` (the name of the variable holding the key; a key itself does not belong in a tree
 file), `timeout`, `temperature`, `max_tokens`, `tool_choice`, `parallel_tool_calls`, `extra`,
 `headers`, `retry` (RetryPolicy fields), `retry_statuses` (the HTTP statuses worth a retry; also
-accepted inside `retry:`, where older files name it) and, for scripted, `replies`. Unknown keys
-are errors.
+accepted inside `retry:`, where older files name it), `prices` (`{input, output}`: US dollars per
+million tokens, winning over the price table), `fallback` (more `llm` configs, tried in order
+when this one fails, see `FallbackProvider`) with `fallback_on` (which failures move on) and, for
+scripted, `replies`. Unknown keys are errors.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from jianmu_bt.llm.base import LLMOptions, LLMProvider
+from jianmu_bt.llm.costs import Prices
 from jianmu_bt.llm.errors import LLMConfigurationError
+from jianmu_bt.llm.fallback import FallbackOn
 from jianmu_bt.tools.retry import RetryPolicy
 
 PROVIDER_NAMES = ("openai", "openai_compatible", "anthropic", "scripted")
@@ -51,6 +55,9 @@ class LLMConfig(BaseModel):
     retry: RetryPolicy | None = None
     retry_statuses: frozenset[int] | None = None
     replies: list[str | dict[str, Any]] | None = None
+    prices: Prices | None = None
+    fallback: list[LLMConfig] | None = None
+    fallback_on: list[FallbackOn] | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -79,6 +86,25 @@ def _describe(error: ValidationError) -> str:
 
 def provider_from_config(config: Mapping[str, Any] | LLMConfig) -> LLMProvider:
     """A provider built from `config`; LLMConfigurationError naming the bad key otherwise."""
+    config = _validated(config)
+    if config.fallback is None:
+        if config.fallback_on is not None:
+            raise LLMConfigurationError("llm.fallback_on: there is no llm.fallback list")
+        return _single(config)
+    from jianmu_bt.llm.fallback import DEFAULT_FALLBACK_ON, FallbackProvider
+
+    providers = [_single(config)]
+    for i, more in enumerate(config.fallback):
+        if more.fallback is not None:
+            raise LLMConfigurationError(f"llm.fallback[{i}]: a fallback has no fallback of its own")
+        try:
+            providers.append(_single(more))
+        except LLMConfigurationError as exc:
+            raise LLMConfigurationError(f"llm.fallback[{i}]: {exc}") from None
+    return FallbackProvider(providers, fallback_on=config.fallback_on or DEFAULT_FALLBACK_ON)
+
+
+def _validated(config: Mapping[str, Any] | LLMConfig) -> LLMConfig:
     if not isinstance(config, LLMConfig):
         if not isinstance(config, Mapping):
             raise LLMConfigurationError(
@@ -88,6 +114,10 @@ def provider_from_config(config: Mapping[str, Any] | LLMConfig) -> LLMProvider:
             config = LLMConfig.model_validate(dict(config))
         except ValidationError as exc:
             raise LLMConfigurationError(f"invalid llm config: {_describe(exc)}") from None
+    return config
+
+
+def _single(config: LLMConfig) -> LLMProvider:
     if config.provider == "scripted":
         if config.replies is None:
             raise LLMConfigurationError("llm.replies: a scripted provider needs a list of replies")
@@ -102,9 +132,11 @@ def provider_from_config(config: Mapping[str, Any] | LLMConfig) -> LLMProvider:
             )
         from jianmu_bt.llm.scripted import ScriptedProvider  # providers load when one is built
 
-        return ScriptedProvider(
+        scripted = ScriptedProvider(
             config.replies, model=config.model or "scripted", options=config.options()
         )
+        scripted.prices = config.prices
+        return scripted
     if config.replies is not None:
         raise LLMConfigurationError(
             f"llm.replies: only a scripted provider takes replies, not {config.provider!r}"
@@ -114,7 +146,7 @@ def provider_from_config(config: Mapping[str, Any] | LLMConfig) -> LLMProvider:
     from jianmu_bt.llm.openai_compat import OpenAICompatibleProvider
 
     cls = AnthropicProvider if config.provider == "anthropic" else OpenAICompatibleProvider
-    return cls(
+    provider = cls(
         model=config.model,
         base_url=config.base_url,
         api_key_env=config.api_key_env,
@@ -124,3 +156,5 @@ def provider_from_config(config: Mapping[str, Any] | LLMConfig) -> LLMProvider:
         headers=config.headers,
         timeout=DEFAULT_TIMEOUT if config.timeout is None else config.timeout,
     )
+    provider.prices = config.prices
+    return provider

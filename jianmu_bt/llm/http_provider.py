@@ -169,6 +169,8 @@ class HTTPProvider(ProviderBase):
         )
         self.base_url = settings.base_url
         self.origin = origin_of(self.vendor.name, settings.base_url)
+        self.price_provider = self.vendor.name
+        self.price_url = settings.base_url
         self._settings = settings
         self._defaults = LLMOptions(model=settings.model, timeout=timeout).merged(options)
         self._endpoint = HTTPEndpoint(

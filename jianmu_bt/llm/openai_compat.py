@@ -65,6 +65,7 @@ class OpenAICompatibleProvider(HTTPProvider):
 
     vendor = OPENAI
     path = "/chat/completions"
+    native_output = True  # `response_format: json_schema` (OpenAI, vLLM, Ollama, llama.cpp)
     auth_header = "authorization"
     auth_prefix = "Bearer "
 

@@ -14,7 +14,15 @@ from contextlib import aclosing
 from types import TracebackType
 from typing import Any, Self
 
-from jianmu_bt.llm.base import LLMOptions, LLMResponse, StreamEvent, ToolsInput
+from jianmu_bt.llm.base import (
+    LLMOptions,
+    LLMResponse,
+    StreamCompleted,
+    StreamEvent,
+    ToolsInput,
+    Usage,
+)
+from jianmu_bt.llm.costs import Prices, cost_of
 from jianmu_bt.llm.history import ConversationCache
 from jianmu_bt.llm.request import PreparedRequest, prepare_request
 
@@ -23,11 +31,35 @@ class ProviderBase(ABC):
     """An `LLMProvider` whose calls go through `prepare_request` (see the module docstring).
 
     Subclasses set `_defaults` (their options, the model included) and implement `_answer` and
-    `_answer_stream`; `_missing_model_hint` says how to name a model when none is given.
+    `_answer_stream`; `_missing_model_hint` says how to name a model when none is given. Each
+    reply carries its `cost` when the price of its model is known (`prices`, else the price
+    table, see `jianmu_bt.llm.costs`).
     """
 
     _defaults: LLMOptions
     _conversation_cache: ConversationCache | None = None
+    prices: Prices | None = None
+    """Prices that win over the price table (US dollars per million tokens)."""
+    price_provider: str | None = None
+    """The provider name the price table knows this provider's models under."""
+    price_url: str | None = None
+    """The API URL the price table may recognise the provider by."""
+
+    def cost(self, usage: Usage, model: str | None = None) -> float | None:
+        """What `usage` costs on `model` (default: this provider's); None when no price is known."""
+        return cost_of(
+            usage,
+            model or self._defaults.model,
+            provider=self.price_provider,
+            api_url=self.price_url,
+            prices=self.prices,
+        )
+
+    def _priced(self, response: LLMResponse) -> LLMResponse:
+        if response.cost is not None or not response.usage.total_tokens:
+            return response
+        cost = self.cost(response.usage, response.model)
+        return response if cost is None else response.model_copy(update={"cost": cost})
 
     @property
     def _conversations(self) -> ConversationCache:
@@ -60,7 +92,7 @@ class ProviderBase(ABC):
         options: LLMOptions | None = None,
     ) -> LLMResponse:
         """One request, the whole assistant reply (see `LLMProvider.complete`)."""
-        return await self._answer(self._prepare(messages, tools, options))
+        return self._priced(await self._answer(self._prepare(messages, tools, options)))
 
     async def stream(
         self,
@@ -75,6 +107,8 @@ class ProviderBase(ABC):
         request = self._prepare(messages, tools, options)
         async with aclosing(self._answer_stream(request)) as events:
             async for event in events:
+                if isinstance(event, StreamCompleted):
+                    event = StreamCompleted(self._priced(event.response))
                 yield event
 
     @abstractmethod

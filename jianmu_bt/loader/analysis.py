@@ -28,6 +28,7 @@ def _map_io(io: NodeIO, record: NodeRecord) -> NodeIO:
         writes={keys(k): p for k, p in io.writes.items()},
         literal_writes=[(keys(k), v, p) for k, v, p in io.literal_writes],
         text_writes=[(keys(k), p) for k, p in io.text_writes],
+        schema_writes=[(keys(k), schema, p) for k, schema, p in io.schema_writes],
         copies=[(keys(a), keys(b), p) for a, b, p in io.copies],
         tools=io.tools,
         output_tool=io.output_tool,

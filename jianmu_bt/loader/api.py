@@ -275,6 +275,8 @@ def _load(source: str | Path, options: LoadOptions) -> Tree:
         services["llm"] = out.llm
     if out.guard is not None:
         services["guard"] = out.guard
+    if out.unit.model.limits is not None:
+        services["limits"] = out.unit.model.limits
     owned = [*out.context.owned_llms, *out.context.owned_runners]
     if out.llm is not None and options.get("llm") is None:
         owned.append(out.llm)  # made from the file: the tree closes it

@@ -157,6 +157,17 @@ def _write_types(
             verdict = _compat({"string"}, dst)
             message = f"writes text to '{target}', a {dst.type} field"
             found += _type_findings(record, verdict, message, path)
+        for target, schema, path in io.schema_writes:
+            dst = state.fields.get(target)
+            types = _json_types(schema)
+            if dst is None or not types:
+                continue
+            message = (
+                f"its output_schema describes {'/'.join(sorted(types))} values, but '{target}' "
+                f"is a {dst.type} field"
+            )
+            verdict = _compat(types, dst)
+            found += _type_findings(record, "no" if verdict == "maybe" else verdict, message, path)
         # only for a tool step's output (a miss on a pydantic model is slow: ask only then)
         output = getattr(record.config, "output", None) if io.output_tool else None
         if io.output_tool and output:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from jianmu_bt.loader.kinds_work import executor_options, subset_refs, text_output
+from jianmu_bt.loader.kinds_work import answer_output, answer_policy, executor_options, subset_refs
 from jianmu_bt.loader.model import AgentConfig
 from jianmu_bt.loader.node_facts import NodeIO, NodeProblem
 from jianmu_bt.loader.registry import NodeKind, register_kind
@@ -35,7 +35,7 @@ def _agent_io(config: AgentConfig) -> NodeIO:
     io.reads[config.messages_key] = ("messages_key",)
     for key in (config.messages_key, "actions", "usage", "tool_effects", "guard"):
         io.writes.setdefault(key, ("messages_key",) if key == config.messages_key else ())
-    text_output(io, config.output)
+    answer_output(io, config)
     return prompt_io(config.prompt, io)
 
 
@@ -99,6 +99,8 @@ def _agent(record: NodeRecord, children: list[Behaviour], ctx: BuildContext) -> 
         tool_options=executor_options(config),
         stream=config.stream,
         prompt=prompt,
+        policy=answer_policy(config),
+        limits=config.limits,
     )
     parts = [n for n in subtree.iterate() if isinstance(n, (AgentLLMNode, ToolExecutor))]
     if guard is not None:  # the agent's guard adds to the run's, never replaces it

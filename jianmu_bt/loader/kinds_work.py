@@ -50,6 +50,71 @@ def text_output(io: NodeIO, output: str | None) -> None:
         io.text_writes.append((output, ("output",)))
 
 
+def answer_output(io: NodeIO, config: LLMStepConfig | AgentConfig) -> None:
+    """An LLM's answer written to `config.output`: text, or a typed object checked against the
+    field by its `output_schema`; the output checks are checked as expressions here."""
+    if config.output_schema is None:
+        text_output(io, config.output)
+        if config.output_checks:
+            raise NodeProblem("output_checks need an output_schema", ("output_checks",))
+        return
+    try:
+        from jianmu_bt.llm.output import OutputSpec
+
+        OutputSpec(config.output_schema)
+    except Exception as exc:  # a broken schema, said where it is
+        message = getattr(exc, "message", None) or str(exc)
+        raise NodeProblem(f"output_schema is not a valid JSON Schema: {message}",
+                          ("output_schema",), code="output-schema") from None  # fmt: skip
+    for i, check in enumerate(config.output_checks):
+        try:
+            SafeExpression.of(check.check)
+        except ExpressionError as exc:
+            raise NodeProblem(
+                exc.message, ("output_checks", i, "check"), offset=exc.offset
+            ) from None
+    if config.output:
+        io.writes[config.output] = ("output",)
+        io.schema_writes.append((config.output, config.output_schema, ("output_schema",)))
+
+
+def answer_policy(config: LLMStepConfig | AgentConfig) -> Any:
+    """The node's `TurnPolicy` from its config (the typed output with its checks)."""
+    from jianmu_bt.llm.output import OutputSpec
+    from jianmu_bt.nodes.turn_outcome import TurnPolicy
+
+    output = None
+    if config.output_schema is not None:
+        checks = [_output_check(check.check, check.message) for check in config.output_checks]
+        output = OutputSpec(config.output_schema, validators=checks, retries=config.output_retries)
+    return TurnPolicy(output=output, on_refusal=config.on_refusal, on_length=config.on_length)
+
+
+def _output_check(text: str, message: str | None) -> Any:
+    """A validator: the answer passes when the expression over its fields is true."""
+    expression = SafeExpression.of(text)
+
+    def check(value: Any) -> Any:
+        fields = value if isinstance(value, dict) else {}
+
+        def lookup(name: str) -> Any:
+            if name == "output":
+                return value
+            if name not in fields:
+                raise ExpressionError(f"the answer has no field {name!r}")
+            return fields[name]
+
+        try:
+            passed = expression.evaluate(lookup)
+        except ExpressionError as exc:
+            raise ValueError(f"{message or text} ({exc.message})") from None
+        if not passed:
+            raise ValueError(message or f"the answer must satisfy: {text}")
+        return value
+
+    return check
+
+
 # --- tool step --------------------------------------------------------------------------------
 
 
@@ -148,7 +213,7 @@ def _llm_io(config: LLMStepConfig) -> NodeIO:
     io.writes[config.messages_key] = ("messages_key",)
     io.writes[config.actions_key] = ("actions_key",)
     io.writes.setdefault("usage", ())
-    text_output(io, config.output)
+    answer_output(io, config)
     return prompt_io(config.prompt, io)
 
 
@@ -169,6 +234,8 @@ def _llm(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour
         stream=config.stream,
         timeout=config.timeout,
         prompt=prompt_source_for(config.prompt, record, ctx),
+        policy=answer_policy(config),
+        limits=config.limits,
     )
     ctx.bind(record, config.tools, lambda tools: setattr(node, "toolset", tools))
     return node

@@ -23,6 +23,7 @@ from pydantic_core import PydanticCustomError
 
 from jianmu_bt.guard import GuardConfig
 from jianmu_bt.llm import LLMConfig, LLMOptions
+from jianmu_bt.llm.limits import UsageLimits
 from jianmu_bt.loader.prompt_model import MCPPromptRef, prompt_field
 from jianmu_bt.mcp.config import MCPServerConfig
 
@@ -296,7 +297,36 @@ class ExecutorConfig(NodeConfig):
     timeout: float | None = Field(None, gt=0, description="Seconds the whole batch may take.")
 
 
-class LLMStepConfig(NodeConfig):
+class OutputCheck(BaseModel):
+    """A condition a typed answer must meet: an expression over the answer's fields (and
+    `output`, the whole answer); `message` is what the model is told when it does not."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    check: Text = Field(description="An expression over the answer, e.g. 'len(items) > 0'.")
+    message: str | None = Field(None, description="What to tell the model when it fails.")
+
+
+class AnswerConfig(NodeConfig):
+    """How an LLM's replies are taken: typed output, refusals, cut-off replies, usage limits."""
+
+    output_schema: dict[str, Any] | None = Field(
+        None, description="JSON Schema of the final answer (a typed object in state)."
+    )
+    output_retries: int = Field(2, ge=0, description="Re-asks after an answer that does not fit.")
+    output_checks: list[OutputCheck] = Field(
+        default_factory=list, description="Conditions the typed answer must meet."
+    )
+    on_refusal: Literal["fail", "answer"] = Field(
+        "fail", description="A refusal fails the node, or is the answer."
+    )
+    on_length: Literal["fail", "continue", "accept"] = Field(
+        "fail", description="A reply cut off at max_tokens: fail, continue it, or accept it."
+    )
+    limits: UsageLimits | None = Field(None, description="Usage limits of this node.")
+
+
+class LLMStepConfig(AnswerConfig):
     """One LLM turn: messages and tool schemas in, the reply and its tool calls out."""
 
     tools: list[Text] | None = Field(None, description="Tools offered (default: all).")
@@ -310,7 +340,7 @@ class LLMStepConfig(NodeConfig):
     timeout: float | None = Field(None, gt=0, description="Seconds the turn may take.")
 
 
-class AgentConfig(NodeConfig):
+class AgentConfig(AnswerConfig):
     """A ReAct agent loop: LLM turn -> tool executor, until an answer or `max_iterations`."""
 
     goal: str | None = Field(None, description="The task, added as a user message; {key}s.")
@@ -393,6 +423,7 @@ class TreeFileBase(BaseModel):
     )
     llm: LLMConfig | None = Field(None, description="The LLM provider of the tree.")
     guard: GuardConfig | None = Field(None, description="The guard of the tree.")
+    limits: UsageLimits | None = Field(None, description="Usage limits of the whole run.")
 
     if TYPE_CHECKING:
         # The registry's file model adds these, typed by the union of the registered kinds.

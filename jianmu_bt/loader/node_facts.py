@@ -36,6 +36,8 @@ class NodeIO:
     writes: dict[str, Path] = field(default_factory=dict)
     literal_writes: list[tuple[str, Any, Path]] = field(default_factory=list)
     text_writes: list[tuple[str, Path]] = field(default_factory=list)
+    #: Typed answers: (key, the answer's JSON Schema, where the schema is named).
+    schema_writes: list[tuple[str, Any, Path]] = field(default_factory=list)
     copies: list[tuple[str, str, Path]] = field(default_factory=list)
     tools: list[tuple[str, Path]] = field(default_factory=list)
     output_tool: str | None = None

@@ -21,9 +21,11 @@ import py_trees
 from py_trees.common import Status
 
 from jianmu_bt.llm import LLMOptions, LLMProvider
+from jianmu_bt.llm.limits import UsageLimits
 from jianmu_bt.nodes.llm_node import AgentLLMNode, PromptSource
 from jianmu_bt.nodes.options import ExecutorOptions
 from jianmu_bt.nodes.tool_executor import ToolExecutor
+from jianmu_bt.nodes.turn_outcome import TurnPolicy
 from jianmu_bt.runtime.async_node import ContextNode
 from jianmu_bt.runtime.services import RunGuard
 from jianmu_bt.runtime.templates import render
@@ -113,6 +115,8 @@ def react_agent(
     stream: bool = False,
     guard: RunGuard | None = None,
     prompt: PromptSource | None = None,
+    policy: TurnPolicy | None = None,
+    limits: UsageLimits | None = None,
 ) -> py_trees.behaviour.Behaviour:
     """A ReAct agent subtree: the LLM picks tools, the executor runs them, until an answer.
 
@@ -122,7 +126,8 @@ def react_agent(
     the LLM's; `tool_options` the executor's (execution mode, retries, timeouts), whose
     `messages_key` and `actions_key` are the agent's own. `prompt` (e.g. an MCP server's
     prompt, `jianmu_bt.mcp.prompt_source`) gives messages that start every turn's request,
-    after the system prompt.
+    after the system prompt. `policy` says how replies are taken (a typed `output`, refusals,
+    cut-off replies: `TurnPolicy`); `limits` are this agent's usage limits (`UsageLimits`).
     """
     toolset = tools if isinstance(tools, ToolSet) else ToolSet.from_tools(tools or [])
     llm = AgentLLMNode(
@@ -136,6 +141,8 @@ def react_agent(
         options=options,
         stream=stream,
         prompt=prompt,
+        policy=policy,
+        limits=limits,
     )
     executor_options = dataclasses.replace(
         tool_options or ExecutorOptions(), actions_key=actions_key, messages_key=messages_key

@@ -2,9 +2,13 @@
 
 Each entry sends the system prompt, the state's `messages` and the ToolSet's schemas to the run's
 LLM provider (`provider=` or `services["llm"]`), then writes in one state update: the assistant
-message appended to `messages`, its ToolCalls to `actions`, the reply text to `answer_key` when
-the reply asks for no tools, and the token usage added to `usage`. With `stream=True` text deltas
-are emitted as `llm.delta` events while the reply arrives. A `prompt` source (an MCP server's
+message appended to `messages`, its ToolCalls to `actions`, the answer to `answer_key` when the
+reply asks for no tools, and its usage (requests, tokens, tool calls, cost) added to `usage`.
+How a reply is taken (a refusal, a cut-off reply, a typed answer that is re-asked when it does not
+fit) is `jianmu_bt.nodes.turn_outcome`'s; usage limits (the node's and the run's
+`services["limits"]`) are checked before each request (`jianmu_bt.llm.limits`). With
+`stream=True` text deltas are emitted as `llm.delta` events (reasoning as `llm.reasoning`) while
+the reply arrives. A `prompt` source (an MCP server's
 prompt, from the YAML `prompt:` key) supplies messages that go after the system prompt, fetched
 again at each entry with the state of then. In a durable run a turn the journal already holds is
 replayed from it: neither the prompt nor the LLM is asked again.
@@ -18,6 +22,9 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from jianmu_bt.llm import LLMOptions, LLMProvider, LLMResponse, StreamCompleted, TextDelta
+from jianmu_bt.llm.base import ReasoningDelta
+from jianmu_bt.llm.limits import UsageLimits, estimate_tokens
+from jianmu_bt.nodes.turn_outcome import TurnPolicy, TurnState, judge, usage_counts
 from jianmu_bt.runtime.async_node import AsyncNode
 from jianmu_bt.runtime.templates import render
 from jianmu_bt.store import JournalEntry, digest_arguments
@@ -55,6 +62,8 @@ class AgentLLMNode(AsyncNode):
         stream: bool = False,
         timeout: float | None = None,
         prompt: PromptSource | None = None,
+        policy: TurnPolicy | None = None,
+        limits: UsageLimits | None = None,
     ) -> None:
         super().__init__(name=name, timeout=timeout)
         self.provider = provider
@@ -69,13 +78,13 @@ class AgentLLMNode(AsyncNode):
             options = LLMOptions.model_validate(options)
         self.options = options
         self.stream = stream
+        self.policy = policy or TurnPolicy()
+        self.limits = limits
+        self.used: dict[str, int | float] = {}  # this node's usage in the run, for its limits
         self.last_response: LLMResponse | None = None
+        self.finished = False  # the last entry ended with an answer (no tools asked for)
         self._system_message: dict[str, Any] | None = None
-
-    @property
-    def finished(self) -> bool:
-        """True when the last reply asked for no tools: the agent has answered."""
-        return self.last_response is not None and not self.last_response.has_tool_calls
+        self._last_request: tuple[int, int] | None = None  # (messages sent, tokens they took)
 
     def resolve_provider(self) -> LLMProvider:
         """The provider given to the node, else the run's `services["llm"]`."""
@@ -93,8 +102,10 @@ class AgentLLMNode(AsyncNode):
         """The request's messages: the system prompt (with `{key}` references), the `prompt`
         messages, then the history."""
         history = [*prompt, *(self.state.read_port(self.messages_key) or [])]
-        if self.system_prompt:
-            text = str(render(self.system_prompt, self.state.get))
+        instructions = self._output_instructions()
+        if self.system_prompt or instructions:
+            text = str(render(self.system_prompt, self.state.get)) if self.system_prompt else ""
+            text = "\n\n".join(part for part in (text, instructions) if part)
             system = self._system_message
             if system is None or system["content"] != text:
                 # The same dict turn after turn while the text stays: a provider then sees the
@@ -105,7 +116,39 @@ class AgentLLMNode(AsyncNode):
 
     async def run_async(self) -> bool:
         self.last_response = None
+        self.finished = False
         provider = self.resolve_provider()
+        seen = TurnState()
+        while True:
+            response = await self._turn(provider)
+            self.last_response = response
+            if self.listened:  # the event's data costs a dump of the reply
+                self.emit(
+                    "llm.response",
+                    text=response.text,
+                    reasoning=response.reasoning,
+                    tool_calls=[call.to_dict() for call in response.tool_calls],
+                    usage=response.usage.model_dump(),
+                    finish_reason=response.finish_reason,
+                    model=response.model,
+                    provider=response.provider,
+                    cost=response.cost,
+                )
+            verdict = judge(response, self.policy, seen)
+            if verdict.error is None and response.has_tool_calls:
+                try:
+                    self._check_tool_calls(len(response.tool_calls))
+                except Exception as exc:
+                    verdict.error = exc
+            self.state.update(self._updates(response, verdict))
+            if verdict.error is not None:
+                raise verdict.error
+            if not verdict.again:
+                self.finished = verdict.finished
+                return True
+
+    async def _turn(self, provider: LLMProvider) -> LLMResponse:
+        """One reply: from the journal when the run already took this turn, else asked for."""
         journal = self.context.journal if self.context else None
         key = journal.next_key(self.node_key) if journal is not None else ""
         record = journal.recorded(key) if journal is not None else None
@@ -113,28 +156,17 @@ class AgentLLMNode(AsyncNode):
             await journal.wait_for_halt()  # the tree cancelled this turn: it will again
         if record is not None and record.status == "failed":
             raise RecordedTurnError(str((record.result or {}).get("error") or "the turn failed"))
-        if record is not None and record.status == "done":
-            # A turn the run already took: its reply comes from the journal. Neither the prompt
-            # nor the request is needed (no second request, no prompts/get of an MCP server).
-            response = LLMResponse.model_validate(record.result)
-            messages = record.arguments.get("messages")  # the count the turn was taken with
-            self.emit("llm.request", messages=messages, tools=len(self.toolset), replayed=True)
-            replayed = getattr(provider, "replayed", None)
-            if callable(replayed):
-                replayed(response)
-        else:
-            response = await self._new_turn(provider, journal, key)
-        self.last_response = response
-        if self.listened:  # the event's data costs a dump of the reply
-            self.emit(
-                "llm.response",
-                text=response.text,
-                tool_calls=[call.to_dict() for call in response.tool_calls],
-                usage=response.usage.model_dump(),
-                finish_reason=response.finish_reason,
-            )
-        self.state.update(self._updates(response))
-        return True
+        if record is None or record.status != "done":
+            return await self._new_turn(provider, journal, key)
+        # A turn the run already took: its reply comes from the journal. Neither the prompt nor
+        # the request is needed (no second request, no prompts/get of an MCP server).
+        response = LLMResponse.model_validate(record.result)
+        messages = record.arguments.get("messages")  # the count the turn was taken with
+        self.emit("llm.request", messages=messages, tools=len(self.toolset), replayed=True)
+        replayed = getattr(provider, "replayed", None)
+        if callable(replayed):
+            replayed(response)
+        return response
 
     async def _new_turn(
         self, provider: LLMProvider, journal: RunJournal | None, key: str
@@ -145,8 +177,11 @@ class AgentLLMNode(AsyncNode):
         try:
             messages = self.build_messages(await self.prompt(self.state.get) if self.prompt else ())
             tools = self.toolset.schemas() if len(self.toolset) else None
+            options = self._checked_options(provider, messages, tools)
             self.emit("llm.request", messages=len(messages), tools=len(tools or ()))
-            response = await self._ask(provider, messages, tools)
+            response = await self._ask(provider, messages, tools, options)
+            usage = response.usage
+            self._last_request = (len(messages), usage.input_tokens + usage.output_tokens)
         except anyio.get_cancelled_exc_class():
             if journal is not None:
                 journal.cancelled(_turn_entry(key, self.node_key, len(messages), None))
@@ -162,41 +197,121 @@ class AgentLLMNode(AsyncNode):
         return response
 
     async def _ask(
-        self, provider: LLMProvider, messages: list[dict[str, Any]], tools: Schemas
+        self,
+        provider: LLMProvider,
+        messages: list[dict[str, Any]],
+        tools: Schemas,
+        options: LLMOptions | None,
     ) -> LLMResponse:
         if self.stream:
-            return await self._streamed(provider, messages, tools)
-        return await provider.complete(messages, tools, self.options)
+            return await self._streamed(provider, messages, tools, options)
+        return await provider.complete(messages, tools, options)
 
     async def _streamed(
-        self, provider: LLMProvider, messages: list[dict[str, Any]], tools: Schemas
+        self,
+        provider: LLMProvider,
+        messages: list[dict[str, Any]],
+        tools: Schemas,
+        options: LLMOptions | None,
     ) -> LLMResponse:
         response = None
-        async for event in provider.stream(messages, tools, self.options):
+        async for event in provider.stream(messages, tools, options):
             if isinstance(event, TextDelta):
                 self.emit("llm.delta", text=event.text)
+            elif isinstance(event, ReasoningDelta):
+                self.emit("llm.reasoning", text=event.text)
             elif isinstance(event, StreamCompleted):
                 response = event.response
         if response is None:
             raise RuntimeError("the LLM stream ended without a completed reply")
         return response
 
-    def _updates(self, response: LLMResponse) -> dict[str, Any]:
+    def _output_instructions(self) -> str:
+        """How to answer, for a typed output the provider cannot enforce itself."""
+        output = self.policy.output
+        if output is None or _native_output(self.provider or self._context_llm()):
+            return ""
+        return output.instructions()
+
+    def _context_llm(self) -> Any:
+        return self.context.llm if self.context is not None else None
+
+    def _checked_options(
+        self, provider: LLMProvider, messages: list[dict[str, Any]], tools: Schemas
+    ) -> LLMOptions | None:
+        """The request's options, after the usage limits allowed it (UsageLimitExceeded
+        otherwise): the output room they leave caps `max_tokens`; a typed output the provider
+        enforces natively is asked for."""
+        options = self.options
+        output = self.policy.output
+        if output is not None and _native_output(provider):
+            native = LLMOptions(
+                output_schema=output.schema, output_name=output.name, output_strict=output.strict
+            )
+            options = native if options is None else options.merged(native)
+        scopes = self._limit_scopes()
+        if not scopes:
+            return options
+        estimate = self._estimate(messages, tools)
+        cost_of = getattr(provider, "cost", None)
+        input_cost = None
+        if callable(cost_of):
+            from jianmu_bt.llm import Usage
+
+            model = options.model if options is not None else None
+            input_cost = cost_of(Usage(input_tokens=estimate), model)
+        room = None
+        for limits, used, scope in scopes:
+            limits.check_request(used, estimate, input_cost, scope)
+            own = limits.output_room(used, estimate)
+            room = own if room is None or (own is not None and own < room) else room
+        if room is not None:
+            wanted = options.max_tokens if options is not None else None
+            capped = LLMOptions(max_tokens=room if wanted is None else min(room, wanted))
+            options = capped if options is None else options.merged(capped)
+        return options
+
+    def _limit_scopes(self) -> list[tuple[UsageLimits, Any, str]]:
+        scopes: list[tuple[UsageLimits, Any, str]] = []
+        if self.limits is not None:
+            scopes.append((self.limits, self.used, f"agent '{self.name}'"))
+        run_limits = self.context.services.get("limits") if self.context is not None else None
+        if isinstance(run_limits, UsageLimits):
+            used = self.state.get(self.usage_key) if self.usage_key in self.state.fields else {}
+            scopes.append((run_limits, used or {}, "run"))
+        return scopes
+
+    def _check_tool_calls(self, count: int) -> None:
+        for limits, used, scope in self._limit_scopes():
+            limits.check_tool_calls(used, count, scope)
+
+    def _estimate(self, messages: list[dict[str, Any]], tools: Schemas) -> int:
+        """The request's input tokens: the last request's reported tokens plus the new
+        messages' estimate, or the whole request's estimate the first time."""
+        last = self._last_request
+        if last is not None and last[0] <= len(messages) and last[1]:
+            return last[1] + estimate_tokens(messages[last[0] :])
+        return estimate_tokens(messages, tools)
+
+    def _updates(self, response: LLMResponse, verdict: Any) -> dict[str, Any]:
         fields = self.state.fields
         updates: dict[str, Any] = {
-            self.messages_key: [response.message],
-            self.actions_key: list(response.tool_calls),
+            self.messages_key: [response.message, *verdict.messages],
+            self.actions_key: list(response.tool_calls) if verdict.error is None else [],
         }
-        if self.answer_key and not response.has_tool_calls:
-            updates[self.answer_key] = response.text
+        if self.answer_key and verdict.finished:
+            updates[self.answer_key] = verdict.answer
+        counts = usage_counts(response)
+        for name, value in counts.items():
+            self.used[name] = self.used.get(name, 0) + value
         if self.usage_key and self.usage_key in fields:
-            usage = response.usage
-            updates[self.usage_key] = {
-                "input_tokens": usage.input_tokens,
-                "output_tokens": usage.output_tokens,
-                "total_tokens": usage.total_tokens,
-            }
+            updates[self.usage_key] = counts
         return updates
+
+
+def _native_output(provider: Any) -> bool:
+    """True when `provider` enforces an output schema itself (`LLMOptions.output_schema`)."""
+    return bool(getattr(provider, "native_output", False))
 
 
 class RecordedTurnError(RuntimeError):

@@ -351,4 +351,4 @@ class AgentState(BaseModel):
     tool_effects: Annotated[dict[str, int], Reducer("add")] = {}
     final_answer: str | None = None
     guard: dict[str, Any] = {}
-    usage: Annotated[dict[str, int], Reducer("add")] = {}
+    usage: Annotated[dict[str, int | float], Reducer("add")] = {}
