@@ -232,9 +232,17 @@ class HTTPProvider(ProviderBase):
     def _timeout(self, request: PreparedRequest) -> float:
         return request.options.timeout or DEFAULT_TIMEOUT
 
+    def _request_url(self, request: PreparedRequest, *, stream: bool) -> str | None:
+        """The URL of this request when it is not the endpoint's one (a URL naming the model,
+        as Gemini's and Bedrock's do); None: `self.url`."""
+        return None
+
     async def _answer(self, request: PreparedRequest) -> LLMResponse:
         data = await self._endpoint.post_json(
-            self._body(request, stream=False), model=request.model, timeout=self._timeout(request)
+            self._body(request, stream=False),
+            model=request.model,
+            timeout=self._timeout(request),
+            url=self._request_url(request, stream=False),
         )
         return self._parse(data, request)
 
@@ -247,7 +255,10 @@ class HTTPProvider(ProviderBase):
         """POST `request` as a stream and yield the reply's server-sent events (for `_events`)."""
         body = self._body(request, stream=True)
         stream = self._endpoint.stream_events(
-            body, model=request.model, timeout=self._timeout(request)
+            body,
+            model=request.model,
+            timeout=self._timeout(request),
+            url=self._request_url(request, stream=True),
         )
         async with aclosing(stream) as events:
             async for event in events:

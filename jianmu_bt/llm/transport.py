@@ -227,13 +227,18 @@ class HTTPEndpoint:
             )
 
     def _request(
-        self, client: httpx.AsyncClient, body: Mapping[str, Any], seconds: float, stream: bool
+        self,
+        client: httpx.AsyncClient,
+        body: Mapping[str, Any],
+        seconds: float,
+        stream: bool,
+        url: str | None = None,
     ) -> httpx.Request:
         headers = dict(self._headers)
         if stream:
             headers["accept"] = "text/event-stream"
         return client.build_request(
-            "POST", self.url, json=body, headers=headers, timeout=self._timeout(seconds)
+            "POST", url or self.url, json=body, headers=headers, timeout=self._timeout(seconds)
         )
 
     def decode_event(self, event: ServerSentEvent, model: str | None) -> Any:
@@ -246,16 +251,17 @@ class HTTPEndpoint:
             ) from None
 
     async def post_json(
-        self, body: Mapping[str, Any], *, model: str | None, timeout: float
+        self, body: Mapping[str, Any], *, model: str | None, timeout: float, url: str | None = None
     ) -> dict[str, Any]:
-        """POST `body`; the reply's JSON object. Retries per the policy; LLMError on failure."""
+        """POST `body` (to `url`, default the endpoint's); the reply's JSON object. Retries per
+        the policy; LLMError on failure."""
 
         async def attempt(client: httpx.AsyncClient, remaining: float | None) -> dict[str, Any]:
             seconds = timeout if remaining is None else min(timeout, remaining)
             logger.debug("%s: POST %s model=%s", self.provider, self.url, model)
             try:
                 with anyio.fail_after(seconds):
-                    request = self._request(client, body, seconds, stream=False)
+                    request = self._request(client, body, seconds, stream=False, url=url)
                     response = await client.send(request, auth=self._auth)
             except (TimeoutError, httpx.TimeoutException):
                 raise self._timeout_error(seconds, model, "no reply") from None
@@ -276,9 +282,9 @@ class HTTPEndpoint:
             )
 
     async def stream_events(
-        self, body: Mapping[str, Any], *, model: str | None, timeout: float
+        self, body: Mapping[str, Any], *, model: str | None, timeout: float, url: str | None = None
     ) -> AsyncGenerator[ServerSentEvent, None]:
-        """POST `body` and yield the reply's server-sent events.
+        """POST `body` (to `url`, default the endpoint's) and yield the reply's server-sent events.
 
         Connecting and the reply's status are retried per the policy; once events flow, an error
         ends the stream (a retry would repeat what the caller has seen). `timeout` bounds the
@@ -290,7 +296,7 @@ class HTTPEndpoint:
             logger.debug("%s: POST %s model=%s (stream)", self.provider, self.url, model)
             try:
                 with anyio.fail_after(seconds):
-                    request = self._request(client, body, seconds, stream=True)
+                    request = self._request(client, body, seconds, stream=True, url=url)
                     response = await client.send(request, auth=self._auth, stream=True)
                     if response.status_code >= 400:
                         try:
