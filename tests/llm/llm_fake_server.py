@@ -234,12 +234,36 @@ def check_openai_request(body: Any) -> tuple[int, str] | None:
         if open_calls:
             return 400, f"messages[{i}]: tool_call_ids did not have response messages"
         if role == "assistant":
+            if set(message) & {"reasoning", "provider_data"}:
+                return 400, f"messages[{i}]: unexpected keys in an assistant message"
+            thinking = str(body["model"]).startswith(THINKING_MODELS)
+            if thinking and message.get("tool_calls") and not message.get("reasoning_content"):
+                # DeepSeek's thinking mode: the tool-call turn must carry its reasoning back.
+                return 400, (
+                    f"messages[{i}]: Missing `reasoning_content` field in the assistant message "
+                    "with tool calls (thinking mode)"
+                )
             for call in message.get("tool_calls") or []:
                 json.loads(call["function"]["arguments"])  # must be a JSON string
                 open_calls.add(call["id"])
+                signature = ((call.get("extra_content") or {}).get("google") or {}).get(
+                    "thought_signature"
+                )
+                if str(body["model"]).startswith("gemini-3") and not signature:
+                    return 400, (
+                        f"messages[{i}]: Function call is missing a thought_signature in "
+                        "functionCall parts"
+                    )
         elif role not in ("system", "user"):
             return 400, f"messages[{i}]: invalid role {role!r}"
     return None
+
+
+THINKING_MODELS = ("deepseek-reasoner", "deepseek-thinking")
+"""Model names the fake server treats as DeepSeek's thinking mode."""
+
+
+THINKING_BLOCKS = ("thinking", "redacted_thinking")
 
 
 def check_anthropic_request(body: Any) -> tuple[int, str] | None:
@@ -288,7 +312,17 @@ def check_anthropic_request(body: Any) -> tuple[int, str] | None:
         else:
             if expected_results:
                 return 400, f"messages.{i}: tool_use blocks were not answered"
+            thinking = (body.get("thinking") or {}).get("type") == "enabled"
+            if thinking and "tool_use" in kinds and kinds[0] not in THINKING_BLOCKS:
+                # Extended thinking with tools: the assistant turn must start with its thinking.
+                return 400, (
+                    f"messages.{i}.content.0.type: Expected `thinking` or `redacted_thinking`, "
+                    f"but found `{kinds[0]}`. When `thinking` is enabled, a final `assistant` "
+                    "message must start with a thinking block."
+                )
             for block in blocks:
+                if block.get("type") == "thinking" and not block.get("signature"):
+                    return 400, f"messages.{i}: a thinking block needs its signature"
                 if block.get("type") == "tool_use":
                     if not block.get("id") or not isinstance(block.get("input"), dict):
                         return 400, f"messages.{i}: tool_use needs an id and an object input"
