@@ -26,8 +26,9 @@ def thinking_text(blocks: Sequence[Mapping[str, Any]]) -> str:
 
 
 def round_trip_data(origin: str, blocks: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """The `provider_data` of a reply with `blocks`: None when text and tool calls rebuild it."""
-    if all(block.get("type") in PLAIN_BLOCKS for block in blocks):
+    """The `provider_data` of a reply with `blocks`: None when its text and tool calls rebuild
+    them exactly (plain `text` and `tool_use` blocks with nothing more, such as a `caller`)."""
+    if all(set(block) <= PLAIN_BLOCKS.get(str(block.get("type")), set()) for block in blocks):
         return None
     return {"origin": origin, "content": [dict(block) for block in blocks]}
 

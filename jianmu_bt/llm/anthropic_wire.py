@@ -45,9 +45,12 @@ FINISH_REASONS = {
     "model_context_window_exceeded": "length",
 }
 
-PLAIN_BLOCKS = frozenset({"text", "tool_use"})
-"""Block types rebuilt exactly from a message's text and tool calls; a reply with any other
-block keeps its blocks in `provider_data`."""
+PLAIN_BLOCKS: dict[str, set[str]] = {
+    "text": {"type", "text"},
+    "tool_use": {"type", "id", "name", "input"},
+}
+"""Blocks (with these keys) rebuilt exactly from a message's text and tool calls; a reply with
+any other block, or more in one of these, keeps its blocks in `provider_data`."""
 
 
 def _image_block(where: str, part: Mapping[str, Any]) -> dict[str, Any]:

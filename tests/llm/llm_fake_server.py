@@ -37,7 +37,8 @@ class Reply:
     """One scripted HTTP answer.
 
     `json`/`text` give a plain body, `sse` a list of `(event name or None, data)` server-sent
-    events. `delay` waits before answering (watching for the client to hang up); `hang_after`
+    events, `raw` a body sent as it is in these pieces (a recorded stream, `content_type` its
+    type). `delay` waits before answering (watching for the client to hang up); `hang_after`
     stops an event stream after that many events and waits until the client hangs up.
     """
 
@@ -45,6 +46,7 @@ class Reply:
     json: Any = None
     text: str | None = None
     sse: list[tuple[str | None, str]] | None = None
+    raw: list[bytes] | None = None
     headers: dict[str, str] = field(default_factory=dict)
     content_type: str = "application/json"
     delay: float = 0.0
@@ -144,6 +146,11 @@ class FakeLLMServer:
                 self._stream(request, reply), status_code=reply.status,
                 headers=reply.headers, media_type="text/event-stream",
             )  # fmt: skip
+        if reply.raw is not None:
+            return StreamingResponse(
+                self._raw(reply.raw), status_code=reply.status,
+                headers=reply.headers, media_type=reply.content_type,
+            )  # fmt: skip
         if reply.text is not None:
             return Response(reply.text, reply.status, reply.headers, media_type=reply.content_type)
         return JSONResponse(reply.json, reply.status, reply.headers)
@@ -166,6 +173,14 @@ class FakeLLMServer:
                 return False
             await anyio.sleep(0.02)
         return True
+
+    async def _raw(self, pieces: list[bytes]):  # type: ignore[no-untyped-def]
+        try:
+            for piece in pieces:
+                yield piece
+                await anyio.sleep(0)
+        finally:
+            self.events.append("stream closed")
 
     async def _stream(self, request: Request, reply: Reply):  # type: ignore[no-untyped-def]
         try:

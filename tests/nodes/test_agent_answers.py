@@ -295,3 +295,18 @@ def test_fallback_from_yaml_names_the_model_that_answered(tmp_path):
     assert result.ok, result.reason
     answered = [e for e in events if e.type == "llm.response"]
     assert answered[0].data["provider"] == "ScriptedProvider/backup"
+
+
+def test_the_typed_output_example_in_docs_runs(capsys, monkeypatch):
+    import re
+    import sys
+    import types
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "agents.md"
+    blocks = re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), re.S)
+    example = next(block for block in blocks if "OutputSpec(type=Forecast" in block)
+    module = types.ModuleType("doc_typed_output")  # a real module: pydantic resolves names in it
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    exec(compile(example, str(doc), "exec"), module.__dict__)
+    assert capsys.readouterr().out.strip() == "city='Paris' high_c=21"
