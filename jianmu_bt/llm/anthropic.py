@@ -157,7 +157,7 @@ class AnthropicProvider(HTTPProvider):
                 if not isinstance(payload, Mapping):
                     raise endpoint.malformed(request.model, "an event is not an object", event.data)
                 kind = payload.get("type") or event.event
-                index = payload.get("index")
+                index = int(payload.get("index") or 0)
                 if kind == "message_start":
                     message = payload.get("message") or {}
                     assembler.set_model(message.get("model"))

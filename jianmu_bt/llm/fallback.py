@@ -78,6 +78,11 @@ def provider_name(provider: Any) -> str:
     return f"{where}/{model}" if model else str(where)
 
 
+def _closable(events: Any) -> Any:
+    """A provider's stream (an async generator: it has `aclose`)."""
+    return events
+
+
 class FallbackProvider:
     """An `LLMProvider` over several, tried in order (see the module docstring)."""
 
@@ -167,7 +172,7 @@ class FallbackProvider:
             name = provider_name(provider)
             started = False
             try:
-                async with aclosing(provider.stream(messages, tools, options)) as events:
+                async with aclosing(_closable(provider.stream(messages, tools, options))) as events:
                     async for event in events:
                         if isinstance(event, StreamCompleted):
                             response = event.response

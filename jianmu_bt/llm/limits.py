@@ -103,12 +103,12 @@ class UsageLimits(BaseModel):
 
     def output_room(self, used: Mapping[str, Any], input_estimate: int) -> int | None:
         """How many output tokens a request may still produce (None: no limit says)."""
-        rooms = []
+        rooms: list[float] = []
         if self.output_tokens is not None:
             rooms.append(self.output_tokens - _get(used, "output_tokens"))
         if self.total_tokens is not None:
             rooms.append(self.total_tokens - _get(used, "total_tokens") - input_estimate)
-        return max(1, min(rooms)) if rooms else None
+        return max(1, int(min(rooms))) if rooms else None
 
     def check_tool_calls(self, used: Mapping[str, Any], count: int, scope: str) -> None:
         """Raise UsageLimitExceeded when `count` more tool calls would cross the limit."""

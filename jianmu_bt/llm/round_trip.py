@@ -59,8 +59,10 @@ def merge_fields(target: dict[str, Any], fields: Mapping[str, Any]) -> None:
         if value is None:
             continue
         before = target.get(key)
-        if isinstance(value, (str, list)) and type(before) is type(value):
+        if isinstance(value, str) and isinstance(before, str):
             target[key] = before + value
+        elif isinstance(value, list) and isinstance(before, list):
+            target[key] = [*before, *value]
         elif isinstance(value, Mapping) and isinstance(before, dict):
             merge_fields(before, value)
         elif isinstance(value, Mapping):
