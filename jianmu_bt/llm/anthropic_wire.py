@@ -22,6 +22,7 @@ parts are dropped (`jianmu_bt.llm.round_trip`).
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -66,6 +67,26 @@ def _image_block(where: str, part: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "url", "url": url}}
 
 
+def _document_block(where: str, part: Mapping[str, Any]) -> dict[str, Any]:
+    """A `file` part (`{"file": {"filename", "file_data": "data:...;base64,..."}}`) as a
+    `document` block: a PDF as base64, plain text as text."""
+    file = part.get("file")
+    data = file.get("file_data") if isinstance(file, Mapping) else None
+    if not isinstance(data, str) or not data.startswith("data:"):
+        raise InvalidRequestError(f"{where}: a file part needs 'file_data' as a data: URL")
+    header, _, payload = data.partition(",")
+    media_type = header[len("data:") :].split(";")[0]
+    block: dict[str, Any] = {"type": "document"}
+    if media_type.startswith("text/"):
+        text = base64.b64decode(payload).decode("utf-8", "replace")
+        block["source"] = {"type": "text", "media_type": "text/plain", "data": text}
+    else:
+        block["source"] = {"type": "base64", "media_type": media_type, "data": payload}
+    if isinstance(file, Mapping) and file.get("filename"):
+        block["title"] = str(file["filename"])
+    return block
+
+
 def _content_blocks(where: str, content: Any) -> list[dict[str, Any]]:
     if content is None or content == "":
         return []
@@ -79,10 +100,12 @@ def _content_blocks(where: str, content: Any) -> list[dict[str, Any]]:
                 blocks.append({"type": "text", "text": str(part["text"])})
         elif kind == "image_url":
             blocks.append(_image_block(f"{where}.content[{i}]", part))
+        elif kind == "file":
+            blocks.append(_document_block(f"{where}.content[{i}]", part))
         else:
             raise InvalidRequestError(
                 f"{where}.content[{i}]: content part type {kind!r} cannot be sent to Anthropic "
-                "(text and image_url can)"
+                "(text, image_url and file can)"
             )
     return blocks
 

@@ -11,6 +11,7 @@ working kinds' (`kinds_work`): the LLM turn and the executor, with the executor'
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jianmu_bt.loader.kinds_work import answer_output, answer_policy, executor_options, subset_refs
@@ -32,6 +33,9 @@ def _agent_io(config: AgentConfig) -> NodeIO:
     io = NodeIO(tools=subset_refs(config.tools))
     io.reads.update(template_refs(config.system_prompt, ("system_prompt",)))
     io.reads.update(template_refs(config.goal, ("goal",)))
+    for i, entry in enumerate(config.attachments):
+        kind = "image" if entry.image is not None else "file"
+        io.reads.update(template_refs(entry.image or entry.file, ("attachments", i, kind)))
     io.reads[config.messages_key] = ("messages_key",)
     for key in (config.messages_key, "actions", "usage", "tool_effects", "guard"):
         io.writes.setdefault(key, ("messages_key",) if key == config.messages_key else ())
@@ -101,6 +105,8 @@ def _agent(record: NodeRecord, children: list[Behaviour], ctx: BuildContext) -> 
         prompt=prompt,
         policy=answer_policy(config),
         limits=config.limits,
+        attachments=_attachments(config, keys),
+        workspace=_workspace(record),
     )
     parts = [n for n in subtree.iterate() if isinstance(n, (AgentLLMNode, ToolExecutor))]
     if guard is not None:  # the agent's guard adds to the run's, never replaces it
@@ -114,6 +120,26 @@ def _agent(record: NodeRecord, children: list[Behaviour], ctx: BuildContext) -> 
 
     ctx.bind(record, config.tools, rebind)
     return subtree
+
+
+def _attachments(config: AgentConfig, keys: Any) -> list[Any]:
+    from jianmu_bt.nodes.attachments import Attachment
+
+    return [
+        Attachment("image", keys.template(e.image))
+        if e.image is not None
+        else Attachment("file", keys.template(e.file))
+        for e in config.attachments
+    ]
+
+
+def _workspace(record: NodeRecord) -> Path:
+    """Where an agent's attachment paths are read: the file's `tool_options.workspace` (from the
+    file's folder), else the file's folder (the current folder for a tree given as text)."""
+    unit = record.unit
+    base = unit.path.parent if unit.path is not None else Path.cwd()
+    workspace = unit.model.tool_options.get("workspace")
+    return (base / str(workspace)) if workspace else base
 
 
 register_kind(

@@ -340,10 +340,29 @@ class LLMStepConfig(AnswerConfig):
     timeout: float | None = Field(None, gt=0, description="Seconds the turn may take.")
 
 
+class AttachmentEntry(BaseModel):
+    """An image or a file sent with the goal: `{image: ...}` or `{file: ...}`, a template over
+    state resolving to bytes, a URL or a path inside the workspace."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    image: Text | None = Field(None, description="An image: bytes, a URL or a path.")
+    file: Text | None = Field(None, description="A file (e.g. a PDF): bytes or a path.")
+
+    @model_validator(mode="after")
+    def _one(self) -> AttachmentEntry:
+        if (self.image is None) == (self.file is None):
+            raise ValueError("an attachment is either {image: ...} or {file: ...}")
+        return self
+
+
 class AgentConfig(AnswerConfig):
     """A ReAct agent loop: LLM turn -> tool executor, until an answer or `max_iterations`."""
 
     goal: str | None = Field(None, description="The task, added as a user message; {key}s.")
+    attachments: list[AttachmentEntry] = Field(
+        default_factory=list, description="Images and files sent with the goal."
+    )
     tools: list[Text] | None = Field(None, description="Tools the agent may use (default: all).")
     system_prompt: str | None = Field(None, description="System prompt; may hold {key}s.")
     prompt: MCPPromptRef | None = prompt_field()

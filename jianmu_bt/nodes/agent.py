@@ -14,7 +14,8 @@ Sequence "<name>" (memory)
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import py_trees
@@ -22,6 +23,7 @@ from py_trees.common import Status
 
 from jianmu_bt.llm import LLMOptions, LLMProvider
 from jianmu_bt.llm.limits import UsageLimits
+from jianmu_bt.nodes.attachments import Attachment, content_parts
 from jianmu_bt.nodes.llm_node import AgentLLMNode, PromptSource
 from jianmu_bt.nodes.options import ExecutorOptions
 from jianmu_bt.nodes.tool_executor import ToolExecutor
@@ -33,20 +35,38 @@ from jianmu_bt.tools import Tool, ToolSet
 
 
 class AddMessage(ContextNode):
-    """Appends one message (its content a template over state) to a message list; SUCCESS."""
+    """Appends one message (its content a template over state) to a message list; SUCCESS.
+
+    `attachments` (images and files, `jianmu_bt.nodes.attachments`) go with the text as content
+    parts, read from `workspace` when they are paths.
+    """
 
     def __init__(
-        self, name: str, content: str, role: str = "user", messages_key: str = "messages"
+        self,
+        name: str,
+        content: str,
+        role: str = "user",
+        messages_key: str = "messages",
+        *,
+        attachments: Sequence[Attachment] = (),
+        workspace: Path | None = None,
     ) -> None:
         super().__init__(name=name)
         self.content = content
         self.role = role
         self.messages_key = messages_key
+        self.attachments = tuple(attachments)
+        self.workspace = workspace
 
     def update(self) -> Status:
         try:
             text = render(self.content, self.state.get)
-            message = {"role": self.role, "content": text if isinstance(text, str) else str(text)}
+            text = text if isinstance(text, str) else str(text)
+            content: Any = text
+            if self.attachments:
+                parts = content_parts(self.attachments, self.state.get, self.workspace)
+                content = [{"type": "text", "text": text}, *parts]
+            message = {"role": self.role, "content": content}
             self.state.append_port_messages(message, key=self.messages_key)
         except Exception as exc:  # a bad reference is this node's failure, not the tree's crash
             self.feedback_message = f"{type(exc).__name__}: {exc}"
@@ -117,6 +137,8 @@ def react_agent(
     prompt: PromptSource | None = None,
     policy: TurnPolicy | None = None,
     limits: UsageLimits | None = None,
+    attachments: Sequence[Attachment] = (),
+    workspace: Path | None = None,
 ) -> py_trees.behaviour.Behaviour:
     """A ReAct agent subtree: the LLM picks tools, the executor runs them, until an answer.
 
@@ -128,6 +150,7 @@ def react_agent(
     prompt, `jianmu_bt.mcp.prompt_source`) gives messages that start every turn's request,
     after the system prompt. `policy` says how replies are taken (a typed `output`, refusals,
     cut-off replies: `TurnPolicy`); `limits` are this agent's usage limits (`UsageLimits`).
+    `attachments` (images, files) go with the goal, paths read from `workspace`.
     """
     toolset = tools if isinstance(tools, ToolSet) else ToolSet.from_tools(tools or [])
     llm = AgentLLMNode(
@@ -152,6 +175,14 @@ def react_agent(
     loop = AgentLoop(f"{name}.loop", turn, done=lambda: llm.finished, max_iterations=max_iterations)
     children: list[py_trees.behaviour.Behaviour] = []
     if goal:
-        children.append(AddMessage(f"{name}.goal", goal, messages_key=messages_key))
+        children.append(
+            AddMessage(
+                f"{name}.goal",
+                goal,
+                messages_key=messages_key,
+                attachments=attachments,
+                workspace=workspace,
+            )
+        )
     children.append(loop)
     return py_trees.composites.Sequence(name, memory=True, children=children)
