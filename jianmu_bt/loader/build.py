@@ -21,6 +21,9 @@ from jianmu_bt.loader.node_info import ATTRIBUTE, NodeInfo
 from jianmu_bt.loader.records import NodeRecord
 from jianmu_bt.loader.registry import get_kind
 
+GROUPED = ("agent", "handoff")
+"""Kinds built as several behaviours (their parts are tagged as parts of the node)."""
+
 
 @functools.cache
 def _parts() -> dict[type, tuple[str, str, str]]:
@@ -63,7 +66,7 @@ def _detail(record: NodeRecord) -> str:
 
 def _annotate(record: NodeRecord, behaviour: Behaviour, category: str) -> None:
     line, col = record.unit.source.key((*record.path, record.kind))
-    group = record.id if record.kind == "agent" else None
+    group = record.id if record.kind in GROUPED else None
     info = NodeInfo(
         record.id,
         record.kind,
@@ -77,18 +80,20 @@ def _annotate(record: NodeRecord, behaviour: Behaviour, category: str) -> None:
         None,
     )
     setattr(behaviour, ATTRIBUTE, info)
-    if record.kind != "agent":
+    if record.kind not in GROUPED:
         return
     for inner in behaviour.iterate():
         if inner is behaviour or hasattr(inner, ATTRIBUTE):
             continue
         parts = _parts()
         part, inner_kind, inner_category = parts.get(type(inner), ("part", "behaviour", "action"))
+        # A hand-off group has several agents: their parts are told apart by their names.
+        where = part if record.kind == "agent" else inner.name
         setattr(
             inner,
             ATTRIBUTE,
             NodeInfo(
-                f"{record.id}/{part}",
+                f"{record.id}/{where}",
                 inner_kind,
                 inner_category,
                 inner.name,

@@ -113,15 +113,48 @@ class MCPToolEntry(BaseModel):
     mcp: MCPServerConfig
 
 
+class AgentToolConfig(BaseModel):
+    """An agent offered to other agents as a tool (`jianmu_bt.nodes.agent_tool.AgentTool`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_-]*$")] = Field(
+        description="The tool's name, as other agents call it."
+    )
+    description: Text = Field(description="What the agent does, for the calling model.")
+    goal: Text = Field("{task}", description="Its task; {name}s are the call's arguments.")
+    input: dict[str, Any] | None = Field(
+        None, description="JSON Schema of the arguments (default: one string `task`)."
+    )
+    tools: list[Text] = Field(default_factory=list, description="The tools it may use.")
+    system_prompt: str | None = Field(None, description="Its system prompt.")
+    max_iterations: int = Field(10, ge=1, description="Its most LLM turns per call.")
+    llm: LLMConfig | None = Field(None, description="Its own LLM (default: the caller's).")
+    guard: GuardConfig | None = Field(None, description="Its own guard, under the caller's.")
+    limits: UsageLimits | None = Field(None, description="Its budgets for one call.")
+    output_schema: dict[str, Any] | None = Field(None, description="A typed answer's schema.")
+
+
+class AgentToolEntry(BaseModel):
+    """`{agent: {name: researcher, description: ..., goal: ..., tools: [...]}}`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent: AgentToolConfig
+
+
 def _tool_entry_tag(value: Any) -> str:
     if isinstance(value, str):
         return "name"
     if isinstance(value, BaseModel):
-        return {BuiltinToolEntry: "builtin", PythonToolEntry: "python", MCPToolEntry: "mcp"}.get(
-            type(value), "invalid"
-        )
+        return {
+            BuiltinToolEntry: "builtin",
+            PythonToolEntry: "python",
+            MCPToolEntry: "mcp",
+            AgentToolEntry: "agent",
+        }.get(type(value), "invalid")
     if isinstance(value, dict):
-        for tag in ("builtin", "python", "mcp"):
+        for tag in ("builtin", "python", "mcp", "agent"):
             if tag in value:
                 return tag
     return "invalid"
@@ -136,8 +169,9 @@ class InvalidToolEntry(BaseModel):
         raise PydanticCustomError(
             "tool_entry",
             "a tools entry is a tool name (calculator), 'module:attr' of a Python tool, "
-            "{builtin: name, options: {...}}, {python: 'module:attr', args: {...}} or "
-            "{mcp: {command: ..., args: [...]}}; got {got}",
+            "{builtin: name, options: {...}}, {python: 'module:attr', args: {...}}, "
+            "{mcp: {command: ..., args: [...]}} or {agent: {name: ..., description: ...}}; "
+            "got {got}",
             {"got": _describe_value(value)},
         )
 
@@ -147,6 +181,7 @@ ToolEntry = Annotated[
     | Annotated[BuiltinToolEntry, Tag("builtin")]
     | Annotated[PythonToolEntry, Tag("python")]
     | Annotated[MCPToolEntry, Tag("mcp")]
+    | Annotated[AgentToolEntry, Tag("agent")]
     | Annotated[InvalidToolEntry, Tag("invalid")],
     Discriminator(_tool_entry_tag),
 ]
@@ -376,6 +411,37 @@ class AgentConfig(AnswerConfig):
     messages_key: StateKey = Field("messages", description="The conversation's field.")
     max_retries: int = Field(0, ge=0, description="Retries after a failed tool call.")
     call_timeout: float | None = Field(None, gt=0, description="Seconds one tool call may take.")
+
+
+class HandoffMember(BaseModel):
+    """One agent of a hand-off group."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_-]*$")] = Field(
+        description="The agent's name (its hand-off tool is transfer_to_<name>)."
+    )
+    description: str = Field("", description="What it does, for the agents handing off to it.")
+    system_prompt: str | None = Field(None, description="Its system prompt; may hold {key}s.")
+    tools: list[Text] = Field(default_factory=list, description="Its own tools.")
+    handoffs: list[str] | None = Field(
+        None, description="The agents it may hand off to (default: every other one)."
+    )
+    llm: LLMConfig | None = Field(None, description="Its own LLM (default: the file's).")
+    max_iterations: int = Field(10, ge=1, description="Its most LLM turns each time it is active.")
+    limits: UsageLimits | None = Field(None, description="Its usage limits.")
+    options: LLMOptions | None = Field(None, description="Per-call LLM options.")
+
+
+class HandoffConfig(NodeConfig):
+    """Agents that pass one conversation between them until one of them answers."""
+
+    goal: str | None = Field(None, description="The task, added as a user message; {key}s.")
+    agents: list[HandoffMember] = Field(min_length=2, description="The agents, in order.")
+    start: str | None = Field(None, description="The first agent (default: the first listed).")
+    max_handoffs: int = Field(10, ge=0, description="Most hand-offs before the group fails.")
+    output: StateKey | None = Field("final_answer", description="Where the answer goes.")
+    messages_key: StateKey = Field("messages", description="The conversation's field.")
 
 
 class ConditionConfig(NodeConfig):

@@ -7,6 +7,7 @@
 | `{builtin: read_file, options: {...}}`  | a built-in with its own options                       |
 | `{python: "pkg.mod:make", args: {...}}` | a factory called with `args`                          |
 | `{mcp: {command: ..., prefix: ...}}`    | the tools of an MCP server (known once it started)    |
+| `{agent: {name: ..., tools: [...]}}`    | an agent as a tool (`AgentTool`), built last      |
 
 Tools passed to `load_tree(tools=...)` beat file tools and built-ins of the same name. A tree
 node may also name a built-in that no `tools:` entry lists; it is built on demand. Import paths
@@ -21,7 +22,7 @@ from typing import Any
 
 from jianmu_bt.loader.catalog import ImportProblem, ToolCatalog, import_tools
 from jianmu_bt.loader.diagnostics import Diagnostic, Severity
-from jianmu_bt.loader.model import BuiltinToolEntry, MCPToolEntry, PythonToolEntry
+from jianmu_bt.loader.model import AgentToolEntry, BuiltinToolEntry, MCPToolEntry, PythonToolEntry
 from jianmu_bt.loader.records import Unit
 from jianmu_bt.loader.repair import Repair
 from jianmu_bt.tools import (
@@ -102,6 +103,8 @@ def _entry_tools(
         return [MCPToolProvider.from_config(config)]
     if isinstance(entry, PythonToolEntry):
         return import_tools(entry.python, base_dirs, entry.args)
+    if isinstance(entry, AgentToolEntry):
+        return []  # built last, from the other tools (`_agent_tools`)
     if isinstance(entry, str) and ":" in entry:
         found = import_tools(entry, base_dirs, {})
         if len(found) == 1 and isinstance(found[0], Tool):
@@ -176,7 +179,62 @@ def resolve_tools(
                     catalog.tools[item.name.lower()] = item
                 else:
                     catalog.providers.append(item)
+    for unit in units:
+        for index, entry in enumerate(unit.model.tools):
+            if isinstance(entry, AgentToolEntry):
+                try:
+                    tool = agent_tool(entry, catalog)
+                except ValueError as exc:
+                    problem(unit, index, str(exc), "agent-tool")
+                    continue
+                catalog.tools[tool.name.lower()] = tool
     return catalog, problems
+
+
+def agent_tool(entry: AgentToolEntry, catalog: ToolCatalog) -> Tool:
+    """The `AgentTool` of an `{agent: ...}` entry, its tools taken from `catalog`; ValueError
+    saying what is wrong (an unknown tool, a bad llm, guard or output schema)."""
+    from jianmu_bt.llm import LLMConfigurationError, provider_from_config
+    from jianmu_bt.llm.output import OutputSpec
+    from jianmu_bt.nodes.agent_tool import AgentTool
+    from jianmu_bt.nodes.turn_outcome import TurnPolicy
+
+    config = entry.agent
+    tools = []
+    for name in config.tools:
+        found = catalog.get(name)
+        if found is None:
+            raise ValueError(
+                f"agent tool '{config.name}': unknown tool '{name}'"
+                f"{did_you_mean(name, [*catalog.tools, *catalog.python])}"
+            )
+        tools.append(found)
+    try:
+        provider = provider_from_config(config.llm) if config.llm is not None else None
+    except LLMConfigurationError as exc:
+        raise ValueError(f"agent tool '{config.name}': {exc}") from None
+    guard = None
+    if config.guard is not None:
+        from jianmu_bt.guard import GuardEnforcer
+
+        guard = GuardEnforcer.from_config(config.guard)
+    output = OutputSpec(config.output_schema) if config.output_schema is not None else None
+    schema = None
+    if config.input is not None:
+        schema = {"type": "object", **config.input}
+    return AgentTool(
+        config.name,
+        config.description,
+        goal=config.goal,
+        tools=tools,
+        provider=provider,
+        system_prompt=config.system_prompt,
+        max_iterations=config.max_iterations,
+        policy=TurnPolicy(output=output) if output is not None else None,
+        limits=config.limits,
+        guard=guard,
+        input_schema=schema,
+    )
 
 
 def _bound(found: list[Any], runner: Any, unit: Unit, index: int, problem: Any) -> list[Any]:

@@ -25,6 +25,10 @@ from jianmu_bt.tools.call_context import (
 from jianmu_bt.tools.retry import NO_RETRY, RetryPolicy
 from jianmu_bt.tools.runners import ToolRunner
 
+RUN_KEY = "__jianmu_run__"
+"""The injected argument through which a tool that `needs_run` (an `AgentTool`) receives the
+RunContext of the run calling it; such a tool runs in this process, never through a runner."""
+
 
 async def run_tool_call(
     context: RunContext | None,
@@ -63,6 +67,9 @@ async def run_tool_call(
         events = None  # nobody listens as the call starts: its events cost nothing
     if runner is None and context is not None:
         runner = context.tool_runner
+    if getattr(tool, "needs_run", False) and context is not None:
+        injected = {**(injected or {}), RUN_KEY: context}
+        runner = None
     outer = None  # the call scope this call replaces, put back at its end
     if idempotency_key is not None:
         if wants_idempotency_key(tool):
