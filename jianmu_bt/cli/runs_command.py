@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from jianmu_bt.cli.errors import CLIError
 from jianmu_bt.cli.stores import STORE_HELP, open_run_store, store_errors
 from jianmu_bt.cli.subcommand import add_command
+from jianmu_bt.cli.summary import usage_line
 
 if TYPE_CHECKING:
     from jianmu_bt.store import RunStore
@@ -120,8 +121,26 @@ def run_document(store: RunStore, run_id: str) -> dict[str, Any]:
         "state": data.get("state") or {},
         "calls": calls,
         "llm_turns": sum(1 for entry in journal if entry.kind == "llm"),
+        "turns": [_turn(entry) for entry in journal if entry.kind == "llm"],
+        "usage": (data.get("state") or {}).get("usage") or {},
         "checkpoints": len(history),
         "progress": progress or {},
+    }
+
+
+def _turn(entry: Any) -> dict[str, Any]:
+    """One LLM turn of the journal: which model answered, how it ended, what it cost."""
+    reply = entry.result if isinstance(entry.result, dict) else {}
+    return {
+        "key": entry.key,
+        "status": entry.status,
+        "model": reply.get("model"),
+        "provider": reply.get("provider"),
+        "finish_reason": reply.get("finish_reason"),
+        "usage": reply.get("usage"),
+        "cost": reply.get("cost"),
+        "thinking": bool(reply.get("reasoning")),
+        "error": reply.get("error"),
     }
 
 
@@ -137,6 +156,8 @@ def _show(store: RunStore, run_id: str, as_json: bool) -> None:
         f"  started {document['started']}, updated {document['updated']}, "
         f"{document['checkpoints']} checkpoint(s), {document['llm_turns']} LLM turn(s)"
     )
+    if document["usage"].get("requests"):
+        print(f"  usage: {usage_line(document['usage'])}")
     print("calls:" if document["calls"] else "calls: none")
     for call in document["calls"]:
         arguments = json.dumps(call["arguments"], ensure_ascii=False, default=str)[:120]

@@ -44,6 +44,18 @@ def describe_state_value(key: str, value: Any) -> str:
     return short_value(value, STATE_VALUE_CHARS)
 
 
+def usage_line(usage: Mapping[str, Any]) -> str:
+    """A run's LLM usage in one line: requests, tokens in and out, tool calls, cost."""
+    parts = [
+        f"{usage.get('requests', 0)} LLM request(s)",
+        f"{usage.get('input_tokens', 0):,} input / {usage.get('output_tokens', 0):,} output tokens",
+        f"{usage.get('tool_calls', 0)} tool call(s) asked",
+    ]
+    cost = usage.get("cost")
+    parts.append(f"${cost:.4f}" if isinstance(cost, (int, float)) else "cost unknown (no price)")
+    return ", ".join(parts)
+
+
 def summary_lines(
     tree_name: str,
     result: Any,
@@ -65,6 +77,9 @@ def summary_lines(
         f"  duration: {result.duration:.3f}s",
         f"  activity: {activity.totals()}",
     ]
+    usage = result.state.get("usage") if isinstance(result.state, Mapping) else None
+    if isinstance(usage, Mapping) and usage.get("requests"):
+        lines.append(f"  usage:    {usage_line(usage)}")
     if scripted_model:
         lines.append("  model:    scripted (replies written in the tree file, not a real model)")
     if show_activity and activity.lines:
