@@ -1,4 +1,5 @@
-"""The LLM layer: one provider protocol, OpenAI-compatible, Anthropic and scripted providers.
+"""The LLM layer: one provider protocol; OpenAI-compatible (Chat Completions), OpenAI Responses,
+Anthropic, Gemini, Bedrock Converse and scripted providers; fallback, typed outputs, limits.
 
 Conversations are OpenAI-shaped message dicts (`jianmu_bt.llm.messages`); a provider sends them
 with tool schemas and `LLMOptions` and answers with an `LLMResponse` (assistant message,
@@ -19,9 +20,11 @@ from jianmu_bt._lazy import lazy_exports
 if TYPE_CHECKING:  # what type checkers and IDEs see
     from jianmu_bt.llm.anthropic import AnthropicProvider as AnthropicProvider
     from jianmu_bt.llm.base import (
+        FINISH_REASONS as FINISH_REASONS,
         LLMOptions as LLMOptions,
         LLMProvider as LLMProvider,
         LLMResponse as LLMResponse,
+        ReasoningDelta as ReasoningDelta,
         StreamCompleted as StreamCompleted,
         StreamEvent as StreamEvent,
         TextDelta as TextDelta,
@@ -29,10 +32,12 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         ToolsInput as ToolsInput,
         Usage as Usage,
     )
+    from jianmu_bt.llm.bedrock import BedrockProvider as BedrockProvider
     from jianmu_bt.llm.config import (
         LLMConfig as LLMConfig,
         provider_from_config as provider_from_config,
     )
+    from jianmu_bt.llm.costs import Prices as Prices
     from jianmu_bt.llm.errors import (
         InvalidRequestError as InvalidRequestError,
         LLMAuthenticationError as LLMAuthenticationError,
@@ -47,9 +52,18 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         LLMTimeoutError as LLMTimeoutError,
         ScriptExhaustedError as ScriptExhaustedError,
     )
+    from jianmu_bt.llm.fallback import (
+        FallbackExhaustedError as FallbackExhaustedError,
+        FallbackProvider as FallbackProvider,
+    )
+    from jianmu_bt.llm.gemini import GeminiProvider as GeminiProvider
     from jianmu_bt.llm.http_errors import (
         DEFAULT_RETRY_STATUSES as DEFAULT_RETRY_STATUSES,
         parse_retry_after as parse_retry_after,
+    )
+    from jianmu_bt.llm.limits import (
+        UsageLimitExceeded as UsageLimitExceeded,
+        UsageLimits as UsageLimits,
     )
     from jianmu_bt.llm.messages import (
         assistant_message as assistant_message,
@@ -60,6 +74,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         user_message as user_message,
     )
     from jianmu_bt.llm.openai_compat import OpenAICompatibleProvider as OpenAICompatibleProvider
+    from jianmu_bt.llm.openai_responses import OpenAIResponsesProvider as OpenAIResponsesProvider
+    from jianmu_bt.llm.output import OutputRejected as OutputRejected, OutputSpec as OutputSpec
     from jianmu_bt.llm.request import tool_schemas as tool_schemas
     from jianmu_bt.llm.scripted import (
         ScriptedCall as ScriptedCall,

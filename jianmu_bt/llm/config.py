@@ -6,14 +6,15 @@ llm: {provider: anthropic, model: claude-sonnet-4-5, api_key_env: ANTHROPIC_API_
 llm: {provider: scripted, replies: ["The answer is 391."]}
 ```
 
-Keys: `provider` (openai | openai_compatible | anthropic | scripted), `model`, `base_url`,
-`api_key_env` (the name of the variable holding the key; a key itself does not belong in a tree
-file), `timeout`, `temperature`, `max_tokens`, `tool_choice`, `parallel_tool_calls`, `extra`,
-`headers`, `retry` (RetryPolicy fields), `retry_statuses` (the HTTP statuses worth a retry; also
-accepted inside `retry:`, where older files name it), `prices` (`{input, output}`: US dollars per
-million tokens, winning over the price table), `fallback` (more `llm` configs, tried in order
-when this one fails, see `FallbackProvider`) with `fallback_on` (which failures move on) and, for
-scripted, `replies`. Unknown keys are errors.
+Keys: `provider` (openai | openai_compatible | openai_responses | anthropic | gemini | bedrock |
+scripted), `model`, `base_url`, `region` and `profile` (bedrock), `api_key_env` (the name of the
+variable holding the key; a key itself does not belong in a tree file), `timeout`, `temperature`,
+`max_tokens`, `tool_choice`, `parallel_tool_calls`, `extra`, `headers`, `retry` (RetryPolicy
+fields), `retry_statuses` (the HTTP statuses worth a retry; also accepted inside `retry:`, where
+older files name it), `prices` (`{input, output}`: US dollars per million tokens, winning over the
+price table), `fallback` (more `llm` configs, tried in order when this one fails, see
+`FallbackProvider`) with `fallback_on` (which failures move on) and, for scripted, `replies`.
+Unknown keys are errors.
 """
 
 from __future__ import annotations
@@ -29,7 +30,19 @@ from jianmu_bt.llm.errors import LLMConfigurationError
 from jianmu_bt.llm.fallback import FallbackOn
 from jianmu_bt.tools.retry import RetryPolicy
 
-PROVIDER_NAMES = ("openai", "openai_compatible", "anthropic", "scripted")
+PROVIDER_NAMES = (
+    "openai", "openai_compatible", "openai_responses", "anthropic", "gemini", "bedrock", "scripted",
+)  # fmt: skip
+# Each HTTP provider's module and class, imported only when a config names it.
+HTTP_PROVIDERS = {
+    "openai": ("jianmu_bt.llm.openai_compat", "OpenAICompatibleProvider"),
+    "openai_compatible": ("jianmu_bt.llm.openai_compat", "OpenAICompatibleProvider"),
+    "openai_responses": ("jianmu_bt.llm.openai_responses", "OpenAIResponsesProvider"),
+    "anthropic": ("jianmu_bt.llm.anthropic", "AnthropicProvider"),
+    "gemini": ("jianmu_bt.llm.gemini", "GeminiProvider"),
+    "bedrock": ("jianmu_bt.llm.bedrock", "BedrockProvider"),
+}
+BEDROCK_KEYS = ("region", "profile")
 # The config keys that are per-call defaults (`LLMOptions`) rather than provider settings.
 OPTION_KEYS = frozenset(
     {"temperature", "max_tokens", "tool_choice", "parallel_tool_calls", "extra"}
@@ -41,7 +54,10 @@ class LLMConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    provider: Literal["openai", "openai_compatible", "anthropic", "scripted"]
+    provider: Literal[
+        "openai", "openai_compatible", "openai_responses", "anthropic", "gemini", "bedrock",
+        "scripted",
+    ]  # fmt: skip
     model: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None
@@ -58,6 +74,8 @@ class LLMConfig(BaseModel):
     prices: Prices | None = None
     fallback: list[LLMConfig] | None = None
     fallback_on: list[FallbackOn] | None = None
+    region: str | None = None
+    profile: str | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -141,11 +159,16 @@ def _single(config: LLMConfig) -> LLMProvider:
         raise LLMConfigurationError(
             f"llm.replies: only a scripted provider takes replies, not {config.provider!r}"
         )
-    from jianmu_bt.llm.anthropic import AnthropicProvider  # httpx loads with an HTTP provider
-    from jianmu_bt.llm.http_provider import DEFAULT_TIMEOUT
-    from jianmu_bt.llm.openai_compat import OpenAICompatibleProvider
+    import importlib
 
-    cls = AnthropicProvider if config.provider == "anthropic" else OpenAICompatibleProvider
+    from jianmu_bt.llm.http_provider import DEFAULT_TIMEOUT  # httpx loads with an HTTP provider
+
+    bedrock = {key: getattr(config, key) for key in BEDROCK_KEYS}
+    if config.provider != "bedrock" and any(bedrock.values()):
+        given = ", ".join(f"llm.{key}" for key, value in bedrock.items() if value)
+        raise LLMConfigurationError(f"{given}: only the bedrock provider takes them")
+    module, name = HTTP_PROVIDERS[config.provider]
+    cls = getattr(importlib.import_module(module), name)
     provider = cls(
         model=config.model,
         base_url=config.base_url,
@@ -155,6 +178,7 @@ def _single(config: LLMConfig) -> LLMProvider:
         retry_statuses=config.retry_statuses,
         headers=config.headers,
         timeout=DEFAULT_TIMEOUT if config.timeout is None else config.timeout,
+        **(bedrock if config.provider == "bedrock" else {}),
     )
     provider.prices = config.prices
     return provider

@@ -140,7 +140,7 @@ class AgentTool(Tool):
             return outer
         from jianmu_bt.guard import LayeredGuard
 
-        return LayeredGuard(outer, self.guard)
+        return LayeredGuard(outer, self.guard)  # type: ignore[arg-type]  # a run's guard is one
 
 
 def _forward(caller: RunContext, agent: str, event: Any) -> None:

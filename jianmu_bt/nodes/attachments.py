@@ -60,7 +60,7 @@ def content_parts(
 def _part(attachment: Attachment, value: Any, workspace: Path | None) -> dict[str, Any]:
     where = f"{attachment.kind} attachment {attachment.source!r}"
     if isinstance(value, (bytes, bytearray)):
-        data, name, media = bytes(value), attachment.kind, _sniff(bytes(value))
+        data, name, media = bytes(value), str(attachment.kind), _sniff(bytes(value))
     elif isinstance(value, str) and value.startswith(("http://", "https://", "data:")):
         if attachment.kind == "image" or value.startswith("data:"):
             return _wrap(attachment.kind, value, "attachment")

@@ -157,6 +157,11 @@ def handoff_tools(agent: HandoffAgent, group: Sequence[HandoffAgent]) -> ToolSet
     return ToolSet.from_tools([*agent.tools, *transfers])
 
 
+def _done(llm: AgentLLMNode, target: Callable[[], str | None]) -> Callable[[], bool]:
+    """An agent's loop ends when it answered or handed off."""
+    return lambda: llm.finished or target() is not None
+
+
 def handoff_agents(
     name: str,
     agents: Sequence[HandoffAgent],
@@ -205,7 +210,7 @@ def handoff_agents(
             AgentLoop(
                 f"{agent.name}.loop",
                 turn,
-                done=lambda llm=llm, target=target: llm.finished or target() is not None,
+                done=_done(llm, target),
                 max_iterations=agent.max_iterations,
             )
         )

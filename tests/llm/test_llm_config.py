@@ -50,7 +50,7 @@ def test_anthropic_and_scripted_configs():
 @pytest.mark.parametrize(
     ("config", "expected"),
     [
-        ({"provider": "gemini"}, "llm.provider"),
+        ({"provider": "gemin"}, "llm.provider"),
         ({"provider": "openai", "modle": "x"}, "llm.modle: Extra inputs"),
         ({"provider": "openai", "retry": {"max_attempts": 0}}, "llm.retry.max_attempts"),
         ({"provider": "scripted"}, "needs a list of replies"),
