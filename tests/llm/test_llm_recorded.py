@@ -224,3 +224,38 @@ def test_recorded_errors_are_llm_errors_naming_the_status(llm_server, rid, error
         anyio.run(llm.complete, [user_message("hi")])
     assert caught.value.status_code == status
     assert not isinstance(caught.value, LLMBadRequestError)
+
+
+@pytest.mark.parametrize("rid", ["openai_chat/json_schema", "openai_chat/json_schema_stream"])
+def test_a_typed_agent_answer_from_recorded_structured_output(llm_server, rid):
+    from jianmu_bt.llm.output import OutputSpec
+    from jianmu_bt.nodes import react_agent
+    from jianmu_bt.nodes.turn_outcome import TurnPolicy
+    from jianmu_bt.runtime import AgentState, StateManager, TreeRunner
+
+    rec = recording(rid)
+    request = rec.interactions[0].request.json
+    recorded_format = request["response_format"]["json_schema"]
+    llm_server.script(*replies(rec, 0))
+
+    class Task(AgentState):
+        book: dict | None = None
+
+    spec = OutputSpec(recorded_format["schema"], name=recorded_format["name"],
+                      strict=recorded_format.get("strict"))  # fmt: skip
+    agent = react_agent(
+        "Librarian",
+        provider=_chat(llm_server, request),
+        goal=request["messages"][0]["content"],
+        output_key="book",
+        policy=TurnPolicy(output=spec),
+        stream=bool(request.get("stream")),
+    )
+    result = TreeRunner(agent, StateManager(Task)).run(timeout=10)
+    assert result.ok, result.reason
+    assert result.state["book"]["title"] == "THE NAME OF THE WIND"
+    assert result.state["book"]["author"] == {"first_name": "Patrick", "last_name": "Rothfuss"}
+    sent = llm_server.requests[0].body["response_format"]
+    assert (
+        sent["type"] == "json_schema" and sent["json_schema"]["schema"] == recorded_format["schema"]
+    )
