@@ -124,3 +124,12 @@ def test_research_and_summarise_runs_under_watch():
     result = jianmu("run", TREES / "research_and_summarise.yaml", "--watch")
     assert result.returncode == 0 and "-- Research: finished, tick" in result.stdout
     assert "  > Researcher.tools: read_file -> # Guard" in result.stdout
+
+
+def test_support_desk_hands_off_asks_an_agent_tool_and_files_a_typed_ticket():
+    state = run_json(TREES / "support_desk.yaml")["state"]
+    assert state["ticket"] == {"order": "A17", "category": "billing", "refund_eur": 49.9,
+                               "resolved": True}  # fmt: skip
+    tools = [m.get("content") for m in state["messages"] if m["role"] == "tool"]
+    assert tools == ["Transferred to Billing.", "The refund is 49.9 EUR."]
+    assert state["usage"]["requests"] == 6  # the accountant's two count in the run's usage
