@@ -2,6 +2,9 @@
 throwaway PostgreSQL server per session (per pytest-xdist worker) for the tests that need one
 (`postgres_server`)."""
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 
 import pytest
@@ -28,3 +31,11 @@ def postgres_server() -> Iterator[str]:
         yield dsn
     finally:
         stop()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Runs made without a named store (`jianmu run` in the checkout, say) go to a store in a
+    temporary folder of this test process, never to `.jianmu/` of the working folder."""
+    folder = tempfile.mkdtemp(prefix="jianmu-tests-")
+    os.environ["JIANMU_STORE"] = os.path.join(folder, "runs.db")
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))

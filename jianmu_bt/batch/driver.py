@@ -27,7 +27,7 @@ from jianmu_bt.batch.progress import Progress
 from jianmu_bt.batch.worker import WorkerSpec, recorded
 from jianmu_bt.loader import load_tree
 from jianmu_bt.sandbox.ray_runner import require_ray
-from jianmu_bt.store import DEFAULT_STORE_PATH, RunNotFoundError, RunStore, open_store
+from jianmu_bt.store import RunNotFoundError, RunStore, default_store, open_store
 
 #: Statuses of runs that `resume` does not run again.
 SETTLED = ("succeeded", "failed", "paused")
@@ -73,7 +73,10 @@ def store_location(store: str | Path | None) -> str:
     """An absolute store location every worker can open (a PostgreSQL URL is kept as it is)."""
     if isinstance(store, str) and store.lower().startswith(("postgresql://", "postgres://")):
         return store
-    return str(Path(store or Path.cwd() / DEFAULT_STORE_PATH).expanduser().resolve())
+    store = store or default_store()
+    if isinstance(store, str) and store.lower().startswith(("postgresql://", "postgres://")):
+        return store  # named by $JIANMU_STORE
+    return str(Path(store).expanduser().resolve())
 
 
 def run_batch(

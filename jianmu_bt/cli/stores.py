@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jianmu_bt.cli.errors import CLIError
@@ -13,18 +12,19 @@ if TYPE_CHECKING:
     from jianmu_bt.store import JournalEntry, RunStore
 
 STORE_HELP = (
-    "the run store: an SQLite file (default: .jianmu/runs.db under the current directory) "
-    "or a postgresql:// URL"
+    "the run store: an SQLite file or a postgresql:// URL (default: $JIANMU_STORE, else "
+    ".jianmu/runs.db under the current directory)"
 )
 WAITING = ("held", "in_doubt")
 
 
 def open_run_store(location: str | None, *, create: bool) -> RunStore:
-    """The run store at `location` (default .jianmu/runs.db); CLIError when it cannot open."""
-    from jianmu_bt.store import DEFAULT_STORE_PATH, open_store
+    """The run store at `location` (default `$JIANMU_STORE`, else .jianmu/runs.db); CLIError
+    when it cannot open."""
+    from jianmu_bt.store import default_store, open_store
 
     with store_errors():
-        return open_store(location or Path.cwd() / DEFAULT_STORE_PATH, create=create)
+        return open_store(location or default_store(), create=create)
 
 
 @contextlib.contextmanager

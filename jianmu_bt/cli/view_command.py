@@ -115,7 +115,7 @@ def _tree_for(path: str | None) -> Any:
 
 def _source(args: argparse.Namespace) -> Any:
     from jianmu_bt.loader import TreeLoadError
-    from jianmu_bt.store import DEFAULT_STORE_PATH
+    from jianmu_bt.store import default_store
     from jianmu_bt.viewer import history_source, static_source, trace_source
     from jianmu_bt.viewer.forking import forker
 
@@ -136,7 +136,7 @@ def _source(args: argparse.Namespace) -> Any:
                     except TreeLoadError as exc:  # changed since: the history alone is shown
                         why = f"{path} does not load now: {str(exc).splitlines()[0]}"
                 # "fork from here" opens the store again by what the command line named.
-                location = args.store or str(Path.cwd() / DEFAULT_STORE_PATH)
+                location = args.store or str(default_store())
                 fork = forker(location, args.run)
                 source = history_source(store, args.run, tree, use_graphviz=graphviz, fork=fork)
                 if why:

@@ -30,6 +30,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     )
     from jianmu_bt.store.opening import (
         DEFAULT_STORE_PATH as DEFAULT_STORE_PATH,
+        STORE_VARIABLE as STORE_VARIABLE,
+        default_store as default_store,
         open_store as open_store,
     )
     from jianmu_bt.store.postgres import PostgresStore as PostgresStore

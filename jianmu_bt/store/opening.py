@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from jianmu_bt.store.base import RunStore
 
-__all__ = ["DEFAULT_STORE_PATH", "open_store"]
+__all__ = ["DEFAULT_STORE_PATH", "STORE_VARIABLE", "default_store", "open_store"]
 
 DEFAULT_STORE_PATH = Path(".jianmu/runs.db")
 """Where runs are kept when no store is named (relative to the working folder)."""
+
+STORE_VARIABLE = "JIANMU_STORE"
+"""The environment variable naming the store to use when none is named (a path or a URL)."""
+
+
+def default_store() -> str | Path:
+    """The store used when none is named: `$JIANMU_STORE`, else `.jianmu/runs.db` under the
+    working folder."""
+    return os.environ.get(STORE_VARIABLE) or Path.cwd() / DEFAULT_STORE_PATH
 
 _POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 

@@ -223,3 +223,13 @@ def test_stores_in_two_threads_on_one_file(tmp_path):
     assert errors == []
     with SQLiteStore(path) as store:
         assert [e.position for e in store.journal_log("r1")] == list(range(1, 91))
+
+
+def test_jianmu_store_names_the_default_store(monkeypatch, tmp_path):
+    from jianmu_bt.store import default_store
+
+    monkeypatch.delenv("JIANMU_STORE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert default_store() == tmp_path / ".jianmu" / "runs.db"
+    monkeypatch.setenv("JIANMU_STORE", "postgresql://db/runs")
+    assert default_store() == "postgresql://db/runs"
