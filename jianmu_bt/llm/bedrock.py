@@ -172,6 +172,7 @@ class BedrockProvider(HTTPProvider):
 
     path = "/model"
     auth_header = "authorization"
+    price_name = "aws"  # the price table's name for this vendor
     auth_prefix = "Bearer "
 
     def __init__(
@@ -212,7 +213,6 @@ class BedrockProvider(HTTPProvider):
             model_envs=MODEL_ENVS,
         )
         super().__init__(model, base_url, api_key, **settings)
-        self.price_provider = "aws"  # the price table's name for Bedrock
         key = self._settings.api_key
         if auth == "bearer" and key is None:
             raise LLMConfigurationError(

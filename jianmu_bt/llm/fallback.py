@@ -190,11 +190,22 @@ class FallbackProvider:
                 failures.append((name, exc))
         raise FallbackExhaustedError(failures)
 
-    async def __aenter__(self) -> Self:
+    async def open(self) -> None:
+        """Open every provider (pooled connections for the HTTP ones)."""
         for provider in self.providers:
-            enter = getattr(provider, "__aenter__", None)
-            if enter is not None:
-                await enter()
+            opener = getattr(provider, "open", None)
+            if callable(opener):
+                await opener()
+
+    async def aclose(self) -> None:
+        """Close every provider, the last opened first."""
+        for provider in reversed(self.providers):
+            closer = getattr(provider, "aclose", None)
+            if callable(closer):
+                await closer()
+
+    async def __aenter__(self) -> Self:
+        await self.open()
         return self
 
     async def __aexit__(
@@ -203,7 +214,4 @@ class FallbackProvider:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        for provider in reversed(self.providers):
-            leave = getattr(provider, "__aexit__", None)
-            if leave is not None:
-                await leave(exc_type, exc, tb)
+        await self.aclose()

@@ -124,6 +124,7 @@ class GeminiProvider(HTTPProvider):
     path = f"/{API_VERSION}/models"
     native_output = True  # `responseMimeType` + `responseJsonSchema`
     auth_header = "x-goog-api-key"
+    price_name = "google"  # the price table's name for this vendor
 
     def __init__(
         self,
@@ -138,7 +139,6 @@ class GeminiProvider(HTTPProvider):
         if not os.environ.get(GEMINI.vendor_key_env) and os.environ.get(GOOGLE_KEY.vendor_key_env):
             self.vendor = GOOGLE_KEY
         super().__init__(model, base_url, api_key, **settings)
-        self.price_provider = "google"  # the price table's name for the Gemini API
 
     def _not_found_hint(self, base_url: str) -> str:
         if base_url.rstrip("/").endswith(("/v1beta", "/v1")):

@@ -147,6 +147,8 @@ class HTTPProvider(ProviderBase):
     path: ClassVar[str]
     auth_header: ClassVar[str]
     auth_prefix: ClassVar[str] = ""
+    price_name: ClassVar[str | None] = None
+    """The price table's name for this vendor (default: the vendor's name)."""
 
     def __init__(
         self,
@@ -169,7 +171,11 @@ class HTTPProvider(ProviderBase):
         )
         self.base_url = settings.base_url
         self.origin = origin_of(self.vendor.name, settings.base_url)
-        self.price_provider = self.vendor.name
+        # The price table prices the vendor's own host (and hosts it knows by URL, such as
+        # DeepSeek's); a model served elsewhere (a local server) has no price unless given one.
+        self.price_provider = (
+            (self.price_name or self.vendor.name) if settings.key_required else None
+        )
         self.price_url = settings.base_url
         self._settings = settings
         self._defaults = LLMOptions(model=settings.model, timeout=timeout).merged(options)

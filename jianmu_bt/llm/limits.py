@@ -7,10 +7,12 @@ A run (`limits:` at the top of a tree file) and each agent (`limits:` on the age
 limits; both are checked. Before a request, its input tokens are estimated: the last request's
 reported input and output tokens (the conversation is the same one, a turn longer) plus the
 new messages' text at about four characters a token, or the whole request's text the first
-time. The check refuses a request when the requests so far plus one, the input (or total)
-tokens so far plus the estimate, or the cost so far plus the estimate's input cost would pass a
-limit. An output token or cost limit also caps the request's `max_tokens` at what is left, so the
-reply cannot cross it either. Tool calls are checked when a reply asks for them, before any runs.
+time (an image counted as `IMAGE_TOKENS`, a file as `FILE_TOKENS`). The check refuses a request
+when the requests so far plus one, the input (or total) tokens so far plus the estimate, or the
+cost so far plus the estimate's input cost would pass a limit. An output token, total token or
+cost limit also caps the request's `max_tokens` at what is left (the cost at the model's output
+price), so the reply cannot cross it either. Tool calls are checked when a reply asks for them,
+before any runs.
 """
 
 from __future__ import annotations
@@ -101,13 +103,24 @@ class UsageLimits(BaseModel):
             if would_cost > self.cost:
                 raise UsageLimitExceeded("cost", self.cost, would_cost, scope)
 
-    def output_room(self, used: Mapping[str, Any], input_estimate: int) -> int | None:
-        """How many output tokens a request may still produce (None: no limit says)."""
+    def output_room(
+        self,
+        used: Mapping[str, Any],
+        input_estimate: int,
+        input_cost: float | None = None,
+        output_price: float | None = None,
+    ) -> int | None:
+        """How many output tokens a request may still produce (None: no limit says): what the
+        output and total token limits leave, and what the cost limit leaves at `output_price`
+        (US dollars per output token) once the request's `input_cost` is paid."""
         rooms: list[float] = []
         if self.output_tokens is not None:
             rooms.append(self.output_tokens - _get(used, "output_tokens"))
         if self.total_tokens is not None:
             rooms.append(self.total_tokens - _get(used, "total_tokens") - input_estimate)
+        if self.cost is not None and output_price:
+            left = self.cost - _get(used, "cost") - (input_cost or 0)
+            rooms.append(left / output_price)
         return max(1, int(min(rooms))) if rooms else None
 
     def check_tool_calls(self, used: Mapping[str, Any], count: int, scope: str) -> None:
@@ -136,9 +149,28 @@ def estimate_tokens(
     return math.ceil(chars / CHARS_PER_TOKEN) + MESSAGE_OVERHEAD * len(messages)
 
 
+IMAGE_TOKENS = 1600
+"""Tokens an image part is estimated at (a large image at the providers' usual scaling)."""
+FILE_TOKENS = 3000
+"""Tokens a file part (a PDF, say) is estimated at: its size in base64 says little of its text."""
+
+
 def _message_chars(message: Mapping[str, Any]) -> int:
     content = message.get("content")
-    chars = len(content) if isinstance(content, str) else len(as_text(content or ""))
+    if isinstance(content, str):
+        chars = len(content)
+    elif isinstance(content, list):  # content parts: images and files at a flat estimate
+        chars = 0
+        for part in content:
+            kind = part.get("type") if isinstance(part, Mapping) else None
+            if kind == "image_url":
+                chars += IMAGE_TOKENS * CHARS_PER_TOKEN
+            elif kind == "file":
+                chars += FILE_TOKENS * CHARS_PER_TOKEN
+            else:
+                chars += len(as_text(part.get("text", part) if isinstance(part, Mapping) else part))
+    else:
+        chars = len(as_text(content or ""))
     for call in message.get("tool_calls") or ():
         chars += len(as_text(call))
     return chars

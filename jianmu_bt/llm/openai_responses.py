@@ -83,6 +83,7 @@ class OpenAIResponsesProvider(HTTPProvider):
     path = "/responses"
     native_output = True  # `text: {format: {type: "json_schema", ...}}`
     auth_header = "authorization"
+    price_name = "openai"  # the price table's name for this vendor
     auth_prefix = "Bearer "
 
     def __init__(
@@ -96,7 +97,6 @@ class OpenAIResponsesProvider(HTTPProvider):
     ) -> None:
         self.store = store
         super().__init__(model, base_url, api_key, **settings)
-        self.price_provider = "openai"  # the price table's name for these models' vendor
 
     def _not_found_hint(self, base_url: str) -> str:
         if base_url.endswith("/v1"):

@@ -65,11 +65,7 @@ class OutputSpec:
         self.strict = strict
         self._adapter = TypeAdapter(type) if type is not None else None
         if schema is not None:
-            from jsonschema import validators as schema_validators  # type: ignore[import-untyped]
-
-            checker = schema_validators.validator_for(schema)
-            checker.check_schema(schema)  # a broken schema is the author's error, said at once
-            self._checker = checker(schema)
+            self._checker = checked_validator(schema)
             self.schema: dict[str, Any] = dict(schema)
         else:
             self._checker = None
@@ -130,6 +126,21 @@ class OutputSpec:
         raise OutputRejected(
             ["the answer is not JSON: reply with only the JSON value the schema describes"]
         )
+
+
+def checked_validator(schema: Mapping[str, Any]) -> Any:
+    """A JSON Schema validator for `schema`; ValueError naming the problem when the schema
+    itself is broken (the author's error, said before anything runs)."""
+    from jsonschema import exceptions, validators  # type: ignore[import-untyped]
+
+    checker = validators.validator_for(schema)
+    try:
+        checker.check_schema(schema)
+    except exceptions.SchemaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path)
+        raise ValueError(f"not a valid JSON Schema{f' at {where!r}' if where else ''}: "
+                         f"{exc.message}") from None  # fmt: skip
+    return checker(schema)
 
 
 def _schema_problem(error: Any) -> str:

@@ -45,6 +45,11 @@ class ProviderBase(ABC):
     price_url: str | None = None
     """The API URL the price table may recognise the provider by."""
 
+    @property
+    def defaults(self) -> LLMOptions:
+        """The options every call starts from (the model, `max_tokens`, ...)."""
+        return self._defaults
+
     def cost(self, usage: Usage, model: str | None = None) -> float | None:
         """What `usage` costs on `model` (default: this provider's); None when no price is known."""
         return cost_of(

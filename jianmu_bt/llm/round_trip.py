@@ -33,12 +33,12 @@ REASONING = "reasoning"
 
 
 def origin_of(wire: str, base_url: str) -> str:
-    """The origin of parts a provider of wire format `wire` receives from `base_url`.
-
-    The port is left out: a local server restarted on another port is still the same origin.
-    """
-    host = urlparse(base_url).hostname or base_url
-    return f"{wire}@{host}"
+    """The origin of parts a provider of wire format `wire` receives from `base_url`: the wire
+    format, the host and, when the URL names one, the port (two local servers on one host are two
+    origins)."""
+    parsed = urlparse(base_url)
+    host = parsed.hostname or base_url
+    return f"{wire}@{host}:{parsed.port}" if parsed.port else f"{wire}@{host}"
 
 
 def parts_for(message: Mapping[str, Any], origin: str) -> Mapping[str, Any] | None:

@@ -277,7 +277,7 @@ def _load(source: str | Path, options: LoadOptions) -> Tree:
         services["guard"] = out.guard
     if out.unit.model.limits is not None:
         services["limits"] = out.unit.model.limits
-    owned = [*out.context.owned_llms, *out.context.owned_runners]
+    owned = [*out.context.owned_llms, *out.catalog.owned_llms, *out.context.owned_runners]
     if out.llm is not None and options.get("llm") is None:
         owned.append(out.llm)  # made from the file: the tree closes it
     owned += [t for t in out.catalog.tools.values() if isinstance(t, RunnerBoundTool)]  # runners

@@ -76,6 +76,8 @@ class ToolCatalog:
     options: dict[str, Any] = field(default_factory=dict)
     imported: dict[str, Tool] = field(default_factory=dict)
     base_dirs: list[Path] = field(default_factory=list)
+    #: LLM clients the entries made (an agent tool's own `llm:`): the tree closes them.
+    owned_llms: list[Any] = field(default_factory=list)
 
     def get(self, name: str) -> Tool | None:
         """A tool by name, alias or 'module:attr': Python tools, file tools, then a built-in."""

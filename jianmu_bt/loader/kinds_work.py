@@ -58,14 +58,14 @@ def answer_output(io: NodeIO, config: LLMStepConfig | AgentConfig) -> None:
         if config.output_checks:
             raise NodeProblem("output_checks need an output_schema", ("output_checks",))
         return
-    try:
-        from jianmu_bt.llm.output import OutputSpec
+    from jianmu_bt.llm.output import checked_validator
 
-        OutputSpec(config.output_schema)
-    except Exception as exc:  # a broken schema, said where it is
-        message = getattr(exc, "message", None) or str(exc)
-        raise NodeProblem(f"output_schema is not a valid JSON Schema: {message}",
-                          ("output_schema",), code="output-schema") from None  # fmt: skip
+    try:
+        checked_validator(config.output_schema)
+    except ValueError as exc:  # a broken schema, said where it is
+        raise NodeProblem(
+            f"output_schema is {exc}", ("output_schema",), code="output-schema"
+        ) from None
     for i, check in enumerate(config.output_checks):
         try:
             SafeExpression.of(check.check)

@@ -213,28 +213,31 @@ def agent_tool(entry: AgentToolEntry, catalog: ToolCatalog) -> Tool:
         provider = provider_from_config(config.llm) if config.llm is not None else None
     except LLMConfigurationError as exc:
         raise ValueError(f"agent tool '{config.name}': {exc}") from None
+    if provider is not None:
+        catalog.owned_llms.append(provider)
     guard = None
     if config.guard is not None:
         from jianmu_bt.guard import GuardEnforcer
 
         guard = GuardEnforcer.from_config(config.guard)
-    output = OutputSpec(config.output_schema) if config.output_schema is not None else None
-    schema = None
-    if config.input is not None:
-        schema = {"type": "object", **config.input}
-    return AgentTool(
-        config.name,
-        config.description,
-        goal=config.goal,
-        tools=tools,
-        provider=provider,
-        system_prompt=config.system_prompt,
-        max_iterations=config.max_iterations,
-        policy=TurnPolicy(output=output) if output is not None else None,
-        limits=config.limits,
-        guard=guard,
-        input_schema=schema,
-    )
+    schema = {"type": "object", **config.input} if config.input is not None else None
+    try:
+        output = OutputSpec(config.output_schema) if config.output_schema is not None else None
+        return AgentTool(
+            config.name,
+            config.description,
+            goal=config.goal,
+            tools=tools,
+            provider=provider,
+            system_prompt=config.system_prompt,
+            max_iterations=config.max_iterations,
+            policy=TurnPolicy(output=output) if output is not None else None,
+            limits=config.limits,
+            guard=guard,
+            input_schema=schema,
+        )
+    except ValueError as exc:  # a broken input or output schema
+        raise ValueError(f"agent tool '{config.name}': {exc}") from None
 
 
 def _bound(found: list[Any], runner: Any, unit: Unit, index: int, problem: Any) -> list[Any]:

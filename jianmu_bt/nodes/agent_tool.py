@@ -10,10 +10,12 @@ lead = react_agent("Lead", tools=[researcher, calculator], goal="{question}")
 ```
 A call runs the agent as a run of its own inside the caller's run: its own conversation (the
 call's arguments fill the goal's `{...}` references), the caller's LLM unless it has its own,
-the caller's guard as a floor under its own (`LayeredGuard`: its own can only add refusals), and
-its own budgets (`limits`). Its final answer (a typed output's JSON) is the call's result; a
-failed run is a failed call whose error says why. Its usage is added to the caller's run `usage`,
-and its LLM turns and tool calls appear among the caller's events, named `<tool>.llm` and
+the caller's guard as a floor under its own (`LayeredGuard`: its own can only add refusals), the
+caller's runner (sandbox) for its tools, the run's usage limits as well as its own budgets
+(`limits`). Its final answer (a typed output's JSON) is the call's result; a failed run is a
+failed call whose error says why. Its usage comes back with the result (a `MeteredResult`, kept in
+the journal) and is added to the caller's run `usage`, also when a resumed run replays the call;
+its LLM turns and tool calls appear among the caller's events, named `<tool>.llm` and
 `<tool>.tools`. In a durable run the call is journaled like any other: a call that finished is
 answered from the journal; one in flight at a crash runs again when none of the agent's tools
 has effects, and is otherwise held as in doubt (its effect tags are its tools' tags together).
@@ -28,7 +30,8 @@ from typing import Any, ClassVar
 from pydantic import create_model
 
 from jianmu_bt.llm.limits import UsageLimits
-from jianmu_bt.nodes.calling import RUN_KEY
+from jianmu_bt.llm.output import checked_validator
+from jianmu_bt.nodes.calling import RUN_KEY, RUNNER_KEY, MeteredResult
 from jianmu_bt.nodes.turn_outcome import TurnPolicy
 from jianmu_bt.runtime.context import RunContext
 from jianmu_bt.runtime.state_schema import AgentState
@@ -76,6 +79,7 @@ class AgentTool(Tool):
         self.limits = limits
         self.guard = guard
         self.input_schema = dict(input_schema or TASK_SCHEMA)
+        self._checker = checked_validator(self.input_schema)  # ValueError for a broken schema
         self.effect_tags = tuple(
             sorted({tag for tool in self.toolset for tag in getattr(tool, "effect_tags", ())})
         )
@@ -95,9 +99,12 @@ class AgentTool(Tool):
 
         arguments = dict(input) if isinstance(input, Mapping) else {"task": input}
         caller: RunContext | None = arguments.pop(RUN_KEY, None)
-        problem = self._check(arguments)
-        if problem:
-            return ToolResult.failure(self.name, problem)
+        runner = arguments.pop(RUNNER_KEY, None)
+        errors = [error.message for error in self._checker.iter_errors(arguments)]
+        if errors:
+            return ToolResult.failure(
+                self.name, f"Error: invalid arguments for '{self.name}': {'; '.join(errors)}"
+            )
         provider = self.provider or (caller.llm if caller is not None else None)
         subtree = react_agent(
             self.name,
@@ -110,28 +117,27 @@ class AgentTool(Tool):
             policy=self.policy,
             limits=self.limits,
         )
-        state = StateManager(self._state_model)
-        runner = TreeRunner(subtree, state, services={"guard": self._guard(caller)})
+        services: dict[str, Any] = {"guard": self._guard(caller), "runner": runner}
+        # The run's usage so far starts the inner run's, so the run's limits hold inside it.
+        before: dict[str, Any] = {}
         if caller is not None:
-            runner.context.events.subscribe(functools.partial(_forward, caller, self.name))
-        result = await runner.arun(arguments)
-        usage = result.state.get("usage") or {}
-        if caller is not None and usage and "usage" in caller.state.fields:
-            caller.state.update({"usage": usage})
+            services["limits"] = caller.services.get("limits")
+            if "usage" in caller.state.fields:
+                before = dict(caller.state.get("usage") or {})
+        inner = TreeRunner(subtree, StateManager(self._state_model), services=services)
+        if caller is not None:
+            inner.context.events.subscribe(functools.partial(_forward, caller, self.name))
+        result = await inner.arun({**arguments, "usage": before} if before else arguments)
+        after = result.state.get("usage") or {}
+        spent = {name: value - before.get(name, 0) for name, value in after.items()}
+        spent = {name: value for name, value in spent.items() if value}
         if not result.ok:
-            return ToolResult.failure(
-                self.name, f"the agent '{self.name}' did not answer: {result.reason}"
-            )
+            reason = f"Error: the agent '{self.name}' did not answer: {result.reason}"
+            return MeteredResult(self.name, False, None, reason, usage=spent)
         answer = result.state.get("answer")
         dump = getattr(answer, "model_dump", None)
-        return dump(mode="json") if callable(dump) else answer
-
-    def _check(self, arguments: Mapping[str, Any]) -> str:
-        from jsonschema import validators  # type: ignore[import-untyped]
-
-        checker = validators.validator_for(self.input_schema)(self.input_schema)
-        errors = [error.message for error in checker.iter_errors(dict(arguments))]
-        return f"Error: invalid arguments for '{self.name}': {'; '.join(errors)}" if errors else ""
+        output = dump(mode="json") if callable(dump) else answer
+        return MeteredResult(self.name, True, output, None, usage=spent)
 
     def _guard(self, caller: RunContext | None) -> Any:
         """The caller's guard as a floor under the agent's own."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -28,6 +29,19 @@ from jianmu_bt.tools.runners import ToolRunner
 RUN_KEY = "__jianmu_run__"
 """The injected argument through which a tool that `needs_run` (an `AgentTool`) receives the
 RunContext of the run calling it; such a tool runs in this process, never through a runner."""
+
+RUNNER_KEY = "__jianmu_runner__"
+"""The injected argument giving such a tool the runner its call would have gone to (a sandbox):
+the tool sends its own inner calls there."""
+
+
+@dataclass(frozen=True, slots=True)
+class MeteredResult(ToolResult):
+    """A tool result that also reports LLM usage spent making it (an `AgentTool`'s inner run):
+    the executor adds `usage` to the run's `usage` when it publishes the result, from the
+    journal too when the call is replayed, so a resumed run counts it again."""
+
+    usage: dict[str, Any] = field(default_factory=dict)
 
 
 async def run_tool_call(
@@ -68,7 +82,7 @@ async def run_tool_call(
     if runner is None and context is not None:
         runner = context.tool_runner
     if getattr(tool, "needs_run", False) and context is not None:
-        injected = {**(injected or {}), RUN_KEY: context}
+        injected = {**(injected or {}), RUN_KEY: context, RUNNER_KEY: runner}
         runner = None
     outer = None  # the call scope this call replaces, put back at its end
     if idempotency_key is not None:

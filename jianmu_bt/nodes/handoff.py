@@ -30,6 +30,7 @@ from jianmu_bt.llm import LLMProvider
 from jianmu_bt.llm.limits import UsageLimits
 from jianmu_bt.nodes.llm_node import AgentLLMNode
 from jianmu_bt.tools import Tool, ToolSet
+from jianmu_bt.tools.calls import ERROR_PREFIX
 
 HANDOFF_PREFIX = "transfer_to_"
 
@@ -127,7 +128,8 @@ class HandoffGroup(py_trees.composites.Composite):
 
 
 def handoff_target(llm: AgentLLMNode) -> Callable[[], str | None]:
-    """Whom `llm`'s last reply hands off to (None: nobody)."""
+    """Whom `llm`'s last reply hands off to (None: nobody). A hand-off whose call was refused
+    (the guard denied it: its tool message is an error) does not happen."""
 
     def target() -> str | None:
         response = llm.last_response
@@ -135,11 +137,19 @@ def handoff_target(llm: AgentLLMNode) -> Callable[[], str | None]:
             return None
         for call in response.tool_calls:
             tool = llm.toolset.get(call.name)
-            if isinstance(tool, HandoffTool):
+            if isinstance(tool, HandoffTool) and _answered(llm, call.id):
                 return tool.target
         return None
 
     return target
+
+
+def _answered(llm: AgentLLMNode, call_id: str | None) -> bool:
+    """True when the conversation holds a successful answer to the call `call_id`."""
+    for message in reversed(llm.state.read_port(llm.messages_key) or []):
+        if message.get("role") == "tool" and message.get("tool_call_id") == call_id:
+            return not str(message.get("content", "")).startswith(ERROR_PREFIX)
+    return False
 
 
 def handoff_tools(agent: HandoffAgent, group: Sequence[HandoffAgent]) -> ToolSet:

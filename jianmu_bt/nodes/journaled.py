@@ -23,7 +23,7 @@ import hashlib
 from typing import Any
 
 from jianmu_bt.guard import Decision, GuardVerdict
-from jianmu_bt.nodes.calling import id_of
+from jianmu_bt.nodes.calling import MeteredResult, id_of
 from jianmu_bt.runtime.journal import CANCELLED, FINISHED_CALL, RunJournal
 from jianmu_bt.runtime.services import RunGuard
 from jianmu_bt.store import JournalEntry, digest_arguments
@@ -70,19 +70,26 @@ def entry(
 
 
 def result_document(result: ToolResult) -> dict[str, Any]:
-    """A ToolResult as the JSON document the journal keeps."""
-    return {"tool": result.tool, "ok": result.ok, "output": result.output, "error": result.error}
+    """A ToolResult as the JSON document the journal keeps (with a MeteredResult's usage)."""
+    document = {"tool": result.tool, "ok": result.ok, "output": result.output}
+    document["error"] = result.error
+    if isinstance(result, MeteredResult):
+        document["usage"] = result.usage
+    return document
 
 
 def recorded_result(record: JournalEntry) -> ToolResult:
-    """The ToolResult a finished record holds."""
+    """The ToolResult a finished record holds (a MeteredResult when it recorded usage)."""
     data = record.result if isinstance(record.result, dict) else {}
-    return ToolResult(
-        tool=data.get("tool") or record.tool,
-        ok=bool(data.get("ok")),
-        output=data.get("output"),
-        error=data.get("error"),
-    )
+    fields = {
+        "tool": data.get("tool") or record.tool,
+        "ok": bool(data.get("ok")),
+        "output": data.get("output"),
+        "error": data.get("error"),
+    }
+    if isinstance(data.get("usage"), dict):
+        return MeteredResult(**fields, usage=data["usage"])
+    return ToolResult(**fields)
 
 
 def call_digest(call: ToolCall) -> str:

@@ -23,8 +23,9 @@ import anyio
 
 from jianmu_bt.llm import LLMOptions, LLMProvider, LLMResponse, StreamCompleted, TextDelta
 from jianmu_bt.llm.base import ReasoningDelta
-from jianmu_bt.llm.limits import UsageLimits, estimate_tokens
+from jianmu_bt.llm.limits import UsageLimits
 from jianmu_bt.nodes.turn_outcome import TurnPolicy, TurnState, judge, usage_counts
+from jianmu_bt.nodes.usage_meter import Scope, UsageMeter
 from jianmu_bt.runtime.async_node import AsyncNode
 from jianmu_bt.runtime.templates import render
 from jianmu_bt.store import JournalEntry, digest_arguments
@@ -79,12 +80,16 @@ class AgentLLMNode(AsyncNode):
         self.options = options
         self.stream = stream
         self.policy = policy or TurnPolicy()
-        self.limits = limits
-        self.used: dict[str, int | float] = {}  # this node's usage in the run, for its limits
+        self.meter = UsageMeter(limits)  # this node's usage in the run, for its limits
         self.last_response: LLMResponse | None = None
         self.finished = False  # the last entry ended with an answer (no tools asked for)
         self._system_message: dict[str, Any] | None = None
-        self._last_request: tuple[int, int] | None = None  # (messages sent, tokens they took)
+        self._sent = 0  # the messages of the request the last reply answered
+
+    @property
+    def limits(self) -> UsageLimits | None:
+        """This node's own usage limits."""
+        return self.meter.limits
 
     def resolve_provider(self) -> LLMProvider:
         """The provider given to the node, else the run's `services["llm"]`."""
@@ -118,6 +123,8 @@ class AgentLLMNode(AsyncNode):
         self.last_response = None
         self.finished = False
         provider = self.resolve_provider()
+        if self.context is not None:
+            self.meter.start(self.context.run_id)
         seen = TurnState()
         while True:
             response = await self._turn(provider)
@@ -135,7 +142,7 @@ class AgentLLMNode(AsyncNode):
                     cost=response.cost,
                 )
             verdict = judge(response, self.policy, seen)
-            if verdict.error is None and response.has_tool_calls:
+            if verdict.error is None and not verdict.finished and response.has_tool_calls:
                 try:
                     self._check_tool_calls(len(response.tool_calls))
                 except Exception as exc:
@@ -162,6 +169,7 @@ class AgentLLMNode(AsyncNode):
         # the request is needed (no second request, no prompts/get of an MCP server).
         response = LLMResponse.model_validate(record.result)
         messages = record.arguments.get("messages")  # the count the turn was taken with
+        self._sent = messages if isinstance(messages, int) else 0
         self.emit("llm.request", messages=messages, tools=len(self.toolset), replayed=True)
         replayed = getattr(provider, "replayed", None)
         if callable(replayed):
@@ -180,8 +188,7 @@ class AgentLLMNode(AsyncNode):
             options = self._checked_options(provider, messages, tools)
             self.emit("llm.request", messages=len(messages), tools=len(tools or ()))
             response = await self._ask(provider, messages, tools, options)
-            usage = response.usage
-            self._last_request = (len(messages), usage.input_tokens + usage.output_tokens)
+            self._sent = len(messages)
         except anyio.get_cancelled_exc_class():
             if journal is not None:
                 journal.cancelled(_turn_entry(key, self.node_key, len(messages), None))
@@ -249,61 +256,31 @@ class AgentLLMNode(AsyncNode):
                 output_schema=output.schema, output_name=output.name, output_strict=output.strict
             )
             options = native if options is None else options.merged(native)
-        scopes = self._limit_scopes()
-        if not scopes:
-            return options
-        estimate = self._estimate(messages, tools)
-        cost_of = getattr(provider, "cost", None)
-        input_cost = None
-        if callable(cost_of):
-            from jianmu_bt.llm import Usage
+        return self.meter.request_options(self._limit_scopes(), provider, messages, tools, options)
 
-            model = options.model if options is not None else None
-            input_cost = cost_of(Usage(input_tokens=estimate), model)
-        room = None
-        for limits, used, scope in scopes:
-            limits.check_request(used, estimate, input_cost, scope)
-            own = limits.output_room(used, estimate)
-            room = own if room is None or (own is not None and own < room) else room
-        if room is not None:
-            wanted = options.max_tokens if options is not None else None
-            capped = LLMOptions(max_tokens=room if wanted is None else min(room, wanted))
-            options = capped if options is None else options.merged(capped)
-        return options
-
-    def _limit_scopes(self) -> list[tuple[UsageLimits, Any, str]]:
-        scopes: list[tuple[UsageLimits, Any, str]] = []
-        if self.limits is not None:
-            scopes.append((self.limits, self.used, f"agent '{self.name}'"))
+    def _limit_scopes(self) -> list[Scope]:
         run_limits = self.context.services.get("limits") if self.context is not None else None
-        if isinstance(run_limits, UsageLimits):
-            used = self.state.get(self.usage_key) if self.usage_key in self.state.fields else {}
-            scopes.append((run_limits, used or {}, "run"))
-        return scopes
+        used = None
+        if run_limits is not None and self.usage_key and self.usage_key in self.state.fields:
+            used = self.state.get(self.usage_key)
+        return self.meter.scopes(self.name, run_limits, used)
 
     def _check_tool_calls(self, count: int) -> None:
         for limits, used, scope in self._limit_scopes():
             limits.check_tool_calls(used, count, scope)
 
-    def _estimate(self, messages: list[dict[str, Any]], tools: Schemas) -> int:
-        """The request's input tokens: the last request's reported tokens plus the new
-        messages' estimate, or the whole request's estimate the first time."""
-        last = self._last_request
-        if last is not None and last[0] <= len(messages) and last[1]:
-            return last[1] + estimate_tokens(messages[last[0] :])
-        return estimate_tokens(messages, tools)
-
     def _updates(self, response: LLMResponse, verdict: Any) -> dict[str, Any]:
         fields = self.state.fields
+        # Calls run only for a reply that goes on with tools (not a refusal taken as the answer).
+        going_on = verdict.error is None and not verdict.finished and not verdict.again
         updates: dict[str, Any] = {
             self.messages_key: [response.message, *verdict.messages],
-            self.actions_key: list(response.tool_calls) if verdict.error is None else [],
+            self.actions_key: list(response.tool_calls) if going_on else [],
         }
         if self.answer_key and verdict.finished:
             updates[self.answer_key] = verdict.answer
         counts = usage_counts(response)
-        for name, value in counts.items():
-            self.used[name] = self.used.get(name, 0) + value
+        self.meter.record(response, counts, self._sent)
         if self.usage_key and self.usage_key in fields:
             updates[self.usage_key] = counts
         return updates

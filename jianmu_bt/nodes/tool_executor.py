@@ -29,7 +29,7 @@ import anyio
 from jianmu_bt.guard import GuardVerdict
 from jianmu_bt.llm import tool_result_message
 from jianmu_bt.nodes.batch_calls import can_run_together, run_calls_together
-from jianmu_bt.nodes.calling import id_of, run_tool_call
+from jianmu_bt.nodes.calling import MeteredResult, id_of, run_tool_call
 from jianmu_bt.nodes.guarding import announce, verdicts_when_decided
 from jianmu_bt.nodes.journaled_batch import run_journaled_batch
 from jianmu_bt.nodes.options import ExecutorOptions
@@ -38,6 +38,9 @@ from jianmu_bt.runtime.services import RunGuard
 from jianmu_bt.runtime.task_groups import create_task_group, on_asyncio, start_soon
 from jianmu_bt.tools import Tool, ToolCall, ToolResult, ToolSet
 from jianmu_bt.tools.runners import ToolRunner
+
+USAGE_KEY = "usage"
+"""The state field LLM usage spent inside tools is added to (as the LLM nodes add theirs)."""
 
 T = TypeVar("T")
 
@@ -302,6 +305,13 @@ class ToolExecutor(AsyncNode):
                         effects[tag] = effects.get(tag, 0) + 1
             if effects:
                 updates[options.effects_key] = effects
+        metered = [result.usage for _, result in done if isinstance(result, MeteredResult)]
+        if metered and USAGE_KEY in fields:  # LLM usage spent inside tools (agents as tools)
+            spent: dict[str, Any] = {}
+            for usage in metered:
+                for name, value in usage.items():
+                    spent[name] = spent.get(name, 0) + value
+            updates[USAGE_KEY] = spent
         guard = self.active_guard()
         if guard is not None and options.guard_key and options.guard_key in fields:
             updates[options.guard_key] = guard.snapshot()

@@ -5,6 +5,8 @@
   `on_refusal: answer` makes them the answer;
 - a reply cut off at the token limit (`length`) without tools: `on_length` says `fail` (the
   default), `accept` the text, or `continue` (ask the model to go on; the pieces are joined);
+- Anthropic's `pause_turn` (a long server-tool turn paused): the reply is sent back as it is
+  and the model goes on; any other ending of the `other` kind without text fails the node;
 - an answer with a typed output declared: parsed and validated; a rejected answer goes back to
   the model with what was wrong, up to the output's `retries` times;
 - any other answer: the final answer.
@@ -92,6 +94,14 @@ def judge(response: LLMResponse, policy: TurnPolicy, seen: TurnState) -> Verdict
         return Verdict(error=AgentRefusedError(f"the model refused: {words}"))
     if response.has_tool_calls:
         return Verdict()
+    if response.vendor_finish_reason == "pause_turn" and seen.continues < MAX_CONTINUES:
+        # Anthropic paused a long server-tool turn: sending the reply back lets it go on.
+        seen.continues += 1
+        seen.pieces.append(response.text)
+        return Verdict(again=True)
+    if response.finish_reason == "other" and not response.text:
+        word = response.vendor_finish_reason or "an unknown reason"
+        return Verdict(error=OutputTruncatedError(f"the reply ended ({word}) without an answer"))
     if response.finish_reason == "length" and policy.on_length != "accept":
         if policy.on_length == "continue" and seen.continues < MAX_CONTINUES:
             seen.continues += 1

@@ -21,6 +21,7 @@ def default_store() -> str | Path:
     working folder."""
     return os.environ.get(STORE_VARIABLE) or Path.cwd() / DEFAULT_STORE_PATH
 
+
 _POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 

@@ -268,7 +268,7 @@ async def test_thinking_signature_goes_back_exactly(bedrock, recorded, chunk):
     assert thoughts.startswith("I need to find the smallest n") and reply.reasoning == thoughts
     assert reply.text.startswith("## Setting Up the Problem") and "\\boxed{25}" in reply.text
     data = reply.message["provider_data"]
-    assert data["origin"] == llm.origin == "bedrock@127.0.0.1"
+    assert data["origin"] == llm.origin == f"bedrock@127.0.0.1:{bedrock.url.rsplit(':', 1)[1]}"
     assert data["content"][0]["reasoningContent"]["reasoningText"]["signature"].startswith("Eu0E")
     assert reply.message["reasoning"] == thoughts
     # the next request carries the signed reasoning back exactly as the recorded one did
@@ -291,7 +291,7 @@ async def test_reasoning_is_dropped_for_another_origin(bedrock, recorded):
     elsewhere = BedrockProvider(
         MODEL, bedrock.url.replace("127.0.0.1", "localhost"), region="us-west-2", retry=FAST_RETRY
     )
-    assert elsewhere.origin == "bedrock@localhost" != here.origin
+    assert elsewhere.origin.startswith("bedrock@localhost:") and elsewhere.origin != here.origin
     async with here, elsewhere:
         reply = await here.complete([user_message("10^9?")])
         await elsewhere.complete([user_message("10^9?"), reply.message, user_message("and?")])

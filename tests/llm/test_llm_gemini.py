@@ -298,7 +298,10 @@ async def test_streamed_thoughts(gemini, name, piece):
 async def test_max_tokens_is_length_and_the_body_matches_the_real_client(gemini):
     rec = recording("gemini/max_tokens")
     gemini.script(*recorded_replies(rec))
-    reply = await provider(gemini).complete(
+    llm = provider(gemini)
+    assert llm.price_provider is None  # a server that is not Google's: no price is guessed
+    llm.price_provider = "google"  # as on Google's own host
+    reply = await llm.complete(
         [user_message("List all U.S. states.")], options=LLMOptions(max_tokens=50)
     )
     assert reply.finish_reason == "length" and reply.text == "Here is a list of all 50 U"

@@ -122,7 +122,8 @@ async def test_text_reply_request_shape_and_usage(server):
     assert reply.model == "o4-mini-2025-04-16" and reply.reasoning == "" and not reply.tool_calls
     assert reply.usage == Usage(input_tokens=7, output_tokens=15, total_tokens=22)
     kept = reply.message["provider_data"]
-    assert kept == {"origin": "openai_responses@127.0.0.1", "output": answer.json["output"]}
+    assert kept == {"origin": llm.origin, "output": answer.json["output"]}
+    assert llm.origin.startswith("openai_responses@127.0.0.1:")
     request = server.requests[0]
     assert request.path == RESPONSES_PATH
     assert request.headers["authorization"] == "Bearer sk-test-key"

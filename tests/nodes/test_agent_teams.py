@@ -245,3 +245,13 @@ def test_a_handoff_group_killed_mid_way_resumes_where_it_was(tmp_path):
     # The hand-off and Billing's request came from the journal; the idempotent refund ran again
     # with the same key (the ledger line is the tool's own: it records each run).
     assert ledger.read_text().splitlines() == ["refund A1", "refund A1"]
+
+
+def test_a_handoff_the_guard_refuses_does_not_happen():
+    from jianmu_bt.guard import GuardEnforcer
+
+    tree = desk([TRANSFER, "I will help you myself."], ["never asked"])
+    guard = GuardEnforcer.from_config({"deny": ["transfer_to_billing"]})
+    result = TreeRunner(tree, StateManager(AgentState), services={"guard": guard}).run(timeout=10)
+    assert result.ok and result.state["final_answer"] == "I will help you myself."
+    assert result.state["messages"][2]["content"].startswith("Error:")
