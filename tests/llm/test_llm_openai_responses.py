@@ -134,7 +134,7 @@ async def test_text_reply_request_shape_and_usage(server):
         {"type": "message", "role": "user", "content": "Hello"},
     ]
     assert "stream" not in body and "tools" not in body and body["model"] == "gpt-test"
-    assert llm.native_output and llm.price_provider == "openai"
+    assert llm.native_output and llm.price_name == "openai" and llm.price_provider is None
 
 
 @pytest.mark.anyio
