@@ -312,6 +312,34 @@ root:
     assert result.state["item"] == "item 4"
 
 
+def test_handoff_passes_the_conversation_between_agents_with_their_own_llms():
+    result, tree = run("""
+tools: [calculator]
+root:
+  handoff:
+    name: Desk
+    goal: "What is 17 * 23?"
+    agents:
+      - name: Triage
+        handoffs: [Maths]
+        llm:
+          provider: scripted
+          replies: [{tool_calls: [{name: transfer_to_maths, arguments: {}}]}]
+      - name: Maths
+        tools: [calculator]
+        llm:
+          provider: scripted
+          replies:
+            - {tool_calls: [{name: calculator, arguments: {expression: "17 * 23"}}]}
+            - "391"
+""")
+    assert result.ok, result.reason
+    assert result.state["final_answer"] == "391"
+    infos = [node_info(b) for b in tree.nodes.values()]
+    parts = sorted(i.id for i in infos if i.group == "root" and i.part is not None)
+    assert "root/Triage.llm" in parts and "root/Maths.tools" in parts
+
+
 def test_every_registered_kind_was_run():
     # runs last in this module (pytest keeps file order)
     assert set(node_kinds()) <= RUN_KINDS

@@ -172,7 +172,7 @@ def test_agent_state_counters_add_and_actions_become_tool_calls() -> None:
         )
         assert state.get("usage") == {"prompt_tokens": 15, "completion_tokens": 2}
         assert state.get("actions") == [
-            ToolCall("calc", {}, "c1"),
+            ToolCall("Calc", {}, "c1"),  # the name as the model wrote it
             ToolCall("read_file", {"path": "a.txt"}, "c2"),
         ]
         state.write_port("actions", [])  # actions replace: a new batch each LLM turn
