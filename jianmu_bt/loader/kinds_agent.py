@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jianmu_bt.loader.kinds_work import answer_output, answer_policy, executor_options, subset_refs
-from jianmu_bt.loader.model import AgentConfig
+from jianmu_bt.loader.model_agents import AgentConfig
 from jianmu_bt.loader.node_facts import NodeIO, NodeProblem
 from jianmu_bt.loader.registry import NodeKind, register_kind
 from jianmu_bt.loader.servers import prompt_io, prompt_source_for

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from jianmu_bt.loader.kinds_work import text_output
-from jianmu_bt.loader.model import HandoffConfig
+from jianmu_bt.loader.model_agents import HandoffConfig
 from jianmu_bt.loader.node_facts import NodeIO, NodeProblem
 from jianmu_bt.loader.registry import NodeKind, register_kind
 from jianmu_bt.loader.template_refs import template_refs

@@ -12,13 +12,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from jianmu_bt.loader.model import (
-    AgentConfig,
     ConditionConfig,
     ExecutorConfig,
-    LLMStepConfig,
     SetConfig,
     ToolStepConfig,
 )
+from jianmu_bt.loader.model_agents import AgentConfig, LLMStepConfig
 from jianmu_bt.loader.node_facts import EITHER, NodeIO, NodeProblem, Outcome
 from jianmu_bt.loader.positions import Path
 from jianmu_bt.loader.registry import NodeKind, register_kind

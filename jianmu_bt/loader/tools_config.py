@@ -22,7 +22,8 @@ from typing import Any
 
 from jianmu_bt.loader.catalog import ImportProblem, ToolCatalog, import_tools
 from jianmu_bt.loader.diagnostics import Diagnostic, Severity
-from jianmu_bt.loader.model import AgentToolEntry, BuiltinToolEntry, MCPToolEntry, PythonToolEntry
+from jianmu_bt.loader.model import BuiltinToolEntry, MCPToolEntry, PythonToolEntry
+from jianmu_bt.loader.model_agent_tool import AgentToolEntry
 from jianmu_bt.loader.records import Unit
 from jianmu_bt.loader.repair import Repair
 from jianmu_bt.tools import (

@@ -81,15 +81,11 @@ def result_document(result: ToolResult) -> dict[str, Any]:
 def recorded_result(record: JournalEntry) -> ToolResult:
     """The ToolResult a finished record holds (a MeteredResult when it recorded usage)."""
     data = record.result if isinstance(record.result, dict) else {}
-    fields = {
-        "tool": data.get("tool") or record.tool,
-        "ok": bool(data.get("ok")),
-        "output": data.get("output"),
-        "error": data.get("error"),
-    }
+    tool, ok = str(data.get("tool") or record.tool), bool(data.get("ok"))
+    output, error = data.get("output"), data.get("error")
     if isinstance(data.get("usage"), dict):
-        return MeteredResult(**fields, usage=data["usage"])
-    return ToolResult(**fields)
+        return MeteredResult(tool, ok, output, error, usage=data["usage"])
+    return ToolResult(tool, ok, output, error)
 
 
 def call_digest(call: ToolCall) -> str:
