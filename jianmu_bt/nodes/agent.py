@@ -31,6 +31,7 @@ from jianmu_bt.nodes.turn_outcome import TurnPolicy
 from jianmu_bt.runtime.async_node import ContextNode
 from jianmu_bt.runtime.services import RunGuard
 from jianmu_bt.runtime.templates import render
+from jianmu_bt.store import JournalEntry, digest_arguments
 from jianmu_bt.tools import Tool, ToolSet
 
 
@@ -64,14 +65,32 @@ class AddMessage(ContextNode):
             text = text if isinstance(text, str) else str(text)
             content: Any = text
             if self.attachments:
-                parts = content_parts(self.attachments, self.state.get, self.workspace)
-                content = [{"type": "text", "text": text}, *parts]
+                content = [{"type": "text", "text": text}, *self._attachment_parts()]
             message = {"role": self.role, "content": content}
             self.state.append_port_messages(message, key=self.messages_key)
         except Exception as exc:  # a bad reference is this node's failure, not the tree's crash
             self.feedback_message = f"{type(exc).__name__}: {exc}"
             return Status.FAILURE
         return Status.SUCCESS
+
+    def _attachment_parts(self) -> list[dict[str, Any]]:
+        """The attachments' content parts; in a durable run read once and kept in the journal,
+        so a resumed run sends what the model saw even when the files changed since."""
+        journal = self.context.journal if self.context is not None else None
+        if journal is None:
+            return content_parts(self.attachments, self.state.get, self.workspace)
+        key = journal.next_key(self.node_key)
+        record = journal.recorded(key)
+        if record is not None and record.status == "done":
+            return list(record.result["parts"])
+        parts = content_parts(self.attachments, self.state.get, self.workspace)
+        sources = [a.source for a in self.attachments]
+        entry = JournalEntry(key=key, call_id=key, kind="input", node=self.node_key,
+                             tool="attachments", arguments={"sources": sources},
+                             digest=digest_arguments("attachments", sources), status="done",
+                             result={"parts": parts})  # fmt: skip
+        journal.write(entry, full=False)
+        return parts
 
 
 class AgentLoop(py_trees.decorators.Decorator):

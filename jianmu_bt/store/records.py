@@ -28,7 +28,9 @@ RUN_STATUSES: tuple[str, ...] = ("running", "paused", "succeeded", "failed")
 FINISHED: tuple[str, ...] = ("succeeded", "failed")
 """The run statuses after which a run never continues."""
 
-CALL_KINDS: tuple[str, ...] = ("tool", "llm")
+CALL_KINDS: tuple[str, ...] = ("tool", "llm", "input")
+"""What a journal entry records: a tool call, an LLM turn, or an input the run read from outside
+once (an agent's attachments), which a replay takes from the journal instead of reading again."""
 """What a journal entry records: a tool call or a model call."""
 
 CALL_STATUSES: tuple[str, ...] = (

@@ -200,7 +200,8 @@ class SQLRunStore(RunStore):
                 )
             if e.kind not in CALL_KINDS:
                 raise ValueError(
-                    f"journal entry {e.key!r}: unknown kind {e.kind!r}; expected tool or llm"
+                    f"journal entry {e.key!r}: unknown kind {e.kind!r}; "
+                    f"expected {', '.join(CALL_KINDS)}"
                 )
             arguments, result = dumps(e.arguments), dumps(e.result)
             rows.append(

@@ -104,3 +104,30 @@ def test_yaml_attachment_keys_are_checked(tmp_path):
 
     with pytest.raises(TreeLoadError, match="either"):
         load_tree(bad, llm=ScriptedProvider(["x"]))
+
+
+def test_a_resumed_run_sends_the_attachments_it_read_the_first_time(tmp_path):
+    """Paused after the goal was sent, the file then changed: the resumed run's goal holds the
+    bytes of the first reading, from the journal, as the model saw them."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "march.pdf").write_bytes(PDF)
+    text = TREE.replace("  photo: {type: any, input: true}\n", "").replace(
+        '      - {image: "{photo}"}\n', ""
+    )
+    text = text.replace("root:", "tools: [write_file]\nguard: {approve: [write_file]}\nroot:")
+    text = text.replace(
+        'goal: "What is on {note}?"', 'goal: "What is on {note}?"\n    tools: [write_file]'
+    )
+    (tmp_path / "tree.yaml").write_text(text)
+    held = {"tool_calls": [{"name": "write_file", "arguments": {"path": "x.txt", "content": "x"}}]}
+    first = ScriptedProvider([held, "done"])
+    db = tmp_path / "runs.db"
+    result = load_tree(tmp_path / "tree.yaml", llm=first).run(store=db, run_id="R", hold="pause")
+    assert result.paused
+    (tmp_path / "docs" / "march.pdf").write_bytes(b"%PDF-1.4 changed since")
+    second = ScriptedProvider([held, "done"])
+    tree = load_tree(tmp_path / "tree.yaml", llm=second)
+    resumed = tree.resume("R", store=db, approve=["all"], timeout=20)
+    assert resumed.ok, resumed.reason
+    goal = resumed.state["messages"][0]["content"]
+    assert base64.b64decode(goal[1]["file"]["file_data"].split(",", 1)[1]) == PDF
