@@ -9,7 +9,8 @@ so on. An error it does not name (a bad request, a wrong key) is raised at once.
 which provider answered (`LLMResponse.provider`, kept in the journal and the `llm.response`
 event). Each provider keeps its own model and options; round-trip parts one provider gave are
 dropped by another (`jianmu_bt.llm.round_trip`). A stream falls back only until its first event:
-after that the caller has seen part of a reply, and an error is raised.
+after that the caller has seen part of a reply, and an error is raised (with `refusal` named, a
+reply's events are held until it is complete, so a refusal can still move on).
 
 | word         | errors                                                  |
 |--------------|---------------------------------------------------------|
@@ -164,25 +165,35 @@ class FallbackProvider:
         tools: ToolsInput = None,
         options: LLMOptions | None = None,
     ) -> AsyncGenerator[StreamEvent, None]:
-        """The first provider's stream that gets as far as one event (see the module)."""
+        """The first provider's stream that gets as far as one event (see the module). With
+        `refusal` in `fallback_on` a reply's events are held until it is complete, so a refusal
+        can still go to the next model."""
         from jianmu_bt.llm.base import StreamCompleted
 
+        hold = "refusal" in self.fallback_on
         failures: list[tuple[str, BaseException | str]] = []
         for provider in self.providers:
             name = provider_name(provider)
             started = False
+            held: list[StreamEvent] = []
             try:
                 async with aclosing(_closable(provider.stream(messages, tools, options))) as events:
                     async for event in events:
-                        if isinstance(event, StreamCompleted):
-                            response = event.response
-                            if response.refused and "refusal" in self.fallback_on and not started:
-                                failures.append((name, f"refused: {response.refusal}"))
-                                break
-                            event = StreamCompleted(response.model_copy(update={"provider": name}))
+                        if not isinstance(event, StreamCompleted):
+                            if hold:
+                                held.append(event)
+                            else:
+                                started = True
+                                yield event
+                            continue
+                        response = event.response
+                        if hold and response.refused:
+                            failures.append((name, f"refused: {response.refusal}"))
+                            break
                         started = True
-                        yield event
-                    else:
+                        for earlier in held:
+                            yield earlier
+                        yield StreamCompleted(response.model_copy(update={"provider": name}))
                         return
             except LLMError as exc:
                 if started or not self._falls_back(exc):

@@ -202,6 +202,11 @@ class ScriptedProvider(ProviderBase):
         response = await self._answer(request)
         assembler = StreamAssembler()
         assembler.set_model(response.model)
+        assembler.provider_data = response.message.get("provider_data")
+        if thought := assembler.add_reasoning(response.reasoning):
+            yield thought
+        if refusal := assembler.add_refusal(response.refusal or ""):
+            yield refusal
         for piece in re.findall(r"\s*\S+\s*", response.text) or [response.text]:
             if event := assembler.add_text(piece):
                 yield event

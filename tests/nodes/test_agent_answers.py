@@ -310,3 +310,22 @@ def test_the_typed_output_example_in_docs_runs(capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, module.__name__, module)
     exec(compile(example, str(doc), "exec"), module.__dict__)
     assert capsys.readouterr().out.strip() == "city='Paris' high_c=21"
+
+
+def test_a_streamed_refusal_goes_to_the_next_model_when_the_list_says_so():
+    import anyio
+
+    from jianmu_bt.llm import user_message
+    from jianmu_bt.llm.base import StreamCompleted, TextDelta
+
+    refusing = ScriptedProvider([LLMResponse.build("", refusal="No.", model="a")], model="a")
+    answering = ScriptedProvider(["Paris is the capital."], model="b")
+    llm = FallbackProvider([refusing, answering], fallback_on=["refusal"])
+
+    async def main():
+        return [e async for e in llm.stream([user_message("Capital of France?")])]
+
+    events = anyio.run(main)
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Paris is the capital."
+    assert isinstance(events[-1], StreamCompleted)
+    assert events[-1].response.provider == "ScriptedProvider/b"
