@@ -228,6 +228,13 @@ class BedrockProvider(HTTPProvider):
                     provider="bedrock",
                 )
             signer = SigV4HTTPAuth(region, profile=profile)
+            if auth == "auto" and not self._settings.key_required:
+                # Ambient AWS credentials are signed only for Bedrock's own host unless asked.
+                raise LLMConfigurationError(
+                    f"bedrock: {self.base_url} is not Bedrock's own host; to sign requests to "
+                    "it with your AWS credentials pass auth='sigv4' (or give a Bedrock API key)",
+                    provider="bedrock",
+                )
             key = None
             hint = (
                 f"Requests were signed (SigV4) with the AWS credentials botocore found; check "

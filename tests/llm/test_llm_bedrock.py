@@ -131,6 +131,8 @@ def recorded() -> dict[str, Any]:
 def provider(server: BedrockReplayServer, **kwargs: Any) -> BedrockProvider:
     kwargs.setdefault("retry", FAST_RETRY)
     kwargs.setdefault("region", "us-west-2")
+    if "api_key" not in kwargs and "api_key_env" not in kwargs:
+        kwargs.setdefault("auth", "sigv4")  # a local server: signing there is asked for
     return BedrockProvider(model=kwargs.pop("model", MODEL), base_url=server.url, **kwargs)
 
 
@@ -289,7 +291,11 @@ async def test_reasoning_is_dropped_for_another_origin(bedrock, recorded):
     )
     here = provider(bedrock)
     elsewhere = BedrockProvider(
-        MODEL, bedrock.url.replace("127.0.0.1", "localhost"), region="us-west-2", retry=FAST_RETRY
+        MODEL,
+        bedrock.url.replace("127.0.0.1", "localhost"),
+        region="us-west-2",
+        retry=FAST_RETRY,
+        auth="sigv4",
     )
     assert elsewhere.origin.startswith("bedrock@localhost:") and elsewhere.origin != here.origin
     async with here, elsewhere:
@@ -482,7 +488,10 @@ def test_bearer_env_key_goes_to_bedrocks_own_host_only(monkeypatch):
     assert own.auth == "bearer"
     assert own.url == "https://bedrock-runtime.eu-central-1.amazonaws.com/model"
     assert own.origin == "bedrock@bedrock-runtime.eu-central-1.amazonaws.com"
-    assert BedrockProvider(MODEL, "http://127.0.0.1:9", region="us-east-1").auth == "sigv4"
+    with pytest.raises(LLMConfigurationError, match="not Bedrock's own host"):
+        BedrockProvider(MODEL, "http://127.0.0.1:9", region="us-east-1")  # ambient credentials
+    local = BedrockProvider(MODEL, "http://127.0.0.1:9", region="us-east-1", auth="sigv4")
+    assert local.auth == "sigv4"
     with pytest.raises(LLMConfigurationError, match="no Bedrock API key"):
         BedrockProvider(MODEL, "http://127.0.0.1:9", region="us-east-1", auth="bearer")
 
@@ -776,7 +785,7 @@ def test_region_and_endpoint_settings(monkeypatch):
 
 @pytest.mark.anyio
 async def test_missing_model_is_reported_before_any_request(bedrock):
-    llm = BedrockProvider(base_url=bedrock.url, region="us-west-2")
+    llm = BedrockProvider(base_url=bedrock.url, region="us-west-2", auth="sigv4")
     with pytest.raises(LLMConfigurationError, match="BEDROCK_MODEL_ID"):
         await llm.complete([user_message("hi")])
     assert bedrock.requests == []
