@@ -1,17 +1,16 @@
 """Amazon Bedrock's Converse API over httpx: one wire format for every model Bedrock serves.
 
 `POST {base_url}/model/{modelId}/converse` answers JSON, `/converse-stream` a binary AWS event
-stream. The base URL is `https://bedrock-runtime.{region}.amazonaws.com` unless `base_url=`
-(or `endpoint_url=`, or `AWS_ENDPOINT_URL_BEDROCK_RUNTIME`) names another (a VPC endpoint, a
-proxy, a test server). The region comes from `region=`, else `AWS_REGION` /
-`AWS_DEFAULT_REGION`, else the endpoint's host, else the AWS profile.
+stream. The base URL is `https://bedrock-runtime.{region}.amazonaws.com` unless `base_url=`,
+`endpoint_url=` or `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` names another (a VPC endpoint, a proxy);
+the region comes from `region=`, `AWS_REGION`/`AWS_DEFAULT_REGION`, the host or the profile.
 
 Two ways to authenticate:
 
 - a Bedrock API key, sent as `Authorization: Bearer`: `api_key=`, `api_key_env=`, or
   `AWS_BEARER_TOKEN_BEDROCK` (that variable only to Bedrock's own host, like every vendor key);
 - otherwise AWS credentials, each request signed with SigV4 by botocore (the `bedrock` extra:
-  `pip install 'jianmu-bt[bedrock]'`): environment variables, profiles, SSO, roles.
+  `pip install 'jianmu-bt[bedrock]'`); signed for another host only with `auth='sigv4'`.
 
 The conversation is converted by `jianmu_bt.llm.bedrock_wire`, the bytes carried by
 `jianmu_bt.llm.bedrock_transport`.
