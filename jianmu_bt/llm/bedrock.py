@@ -11,9 +11,7 @@ Two ways to authenticate:
   `AWS_BEARER_TOKEN_BEDROCK` (that variable only to Bedrock's own host, like every vendor key);
 - otherwise AWS credentials, each request signed with SigV4 by botocore (the `bedrock` extra:
   `pip install 'jianmu-bt[bedrock]'`); signed for another host only with `auth='sigv4'`.
-
-The conversation is converted by `jianmu_bt.llm.bedrock_wire`, the bytes carried by
-`jianmu_bt.llm.bedrock_transport`.
+The conversation is converted by `bedrock_wire`, the bytes carried by `bedrock_transport`.
 """
 
 from __future__ import annotations
