@@ -33,6 +33,7 @@ from typing import Any
 
 from jianmu_bt.llm.base import Usage
 from jianmu_bt.llm.errors import InvalidRequestError
+from jianmu_bt.llm.openai_chat_wire import text_of
 from jianmu_bt.llm.request import TOOL_CHOICE_WORDS, PreparedRequest
 from jianmu_bt.llm.round_trip import parts_for
 from jianmu_bt.tools import ToolCall
@@ -86,12 +87,6 @@ def _input_content(where: str, content: Any, *, text_only: bool) -> str | list[d
     return parts
 
 
-def _text(content: Any) -> str:
-    if content is None or isinstance(content, str):
-        return content or ""
-    return "".join(str(p.get("text") or "") for p in content if isinstance(p, Mapping))
-
-
 def _call_item(openai_call: Mapping[str, Any]) -> dict[str, Any]:
     call = ToolCall.from_dict(openai_call)
     arguments = call.arguments
@@ -134,7 +129,7 @@ def _assistant_items(
     if own is not None:
         return _replayed(own, keep_ids)
     items: list[dict[str, Any]] = []
-    text = _text(message.get("content")) or str(message.get("refusal") or "")
+    text = text_of(message.get("content")) or str(message.get("refusal") or "")
     if text:
         items.append({"type": "message", "role": "assistant", "content": text})
     items += [_call_item(call) for call in message.get("tool_calls") or []]
