@@ -19,7 +19,6 @@ Two things set Bedrock's HTTP apart from the other vendors', and both come from 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 import os
 import re
@@ -36,8 +35,7 @@ import httpx
 
 from jianmu_bt.llm.errors import LLMConfigurationError, LLMError, LLMResponseError
 from jianmu_bt.llm.http_errors import ErrorContext, error_from_status
-from jianmu_bt.llm.retry import call_with_retries
-from jianmu_bt.llm.transport import CLOSE_TIMEOUT, REDACTED, HTTPEndpoint
+from jianmu_bt.llm.transport import REDACTED, HTTPEndpoint
 
 logger = logging.getLogger(__name__)
 
@@ -280,60 +278,23 @@ class BedrockEndpoint(HTTPEndpoint):
         error ends the stream. `timeout` bounds the wait for the headers and then for each chunk.
         """
         decoder = load_botocore("reading a Bedrock event stream").eventstream
-
-        async def attempt(client: httpx.AsyncClient, remaining: float | None) -> httpx.Response:
-            seconds = timeout if remaining is None else min(timeout, remaining)
-            logger.debug("%s: POST %s model=%s (event stream)", self.provider, url, model)
-            try:
-                with anyio.fail_after(seconds):
-                    request = self._request(client, body, seconds, stream=True, url=url)
-                    response = await client.send(request, auth=self._auth, stream=True)
-                    if response.status_code >= 400:
-                        try:
-                            await response.aread()
-                        finally:
-                            await response.aclose()
-            except (TimeoutError, httpx.TimeoutException):
-                raise self._timeout_error(seconds, model, "no reply") from None
-            except httpx.TransportError as exc:
-                raise self._connection_error(exc, model, "cannot reach") from None
-            self._raise_for_status(response, model)
-            return response
-
-        async with self._client() as client:
-            what = f"{self.provider} {url}"
-            response = await call_with_retries(
-                functools.partial(attempt, client), self.retry, what=what
-            )
-            try:
-                content_type = response.headers.get("content-type", "")
-                if EVENT_STREAM not in content_type:
-                    text = (await response.aread()).decode("utf-8", "replace")
-                    problem = f"expected an event stream, got content-type {content_type!r}"
-                    raise self.malformed(model, problem, text)
-                buffer = decoder.EventStreamBuffer()
-                received = consumed = 0
-                async for chunk in response.aiter_bytes():
-                    buffer.add_data(chunk)
-                    received += len(chunk)
-                    while True:
-                        try:
-                            message = next(buffer, None)
-                        except decoder.ParserError as exc:
-                            problem = f"{type(exc).__name__}: {exc}"
-                            raise self.malformed_frame(model, problem) from None
-                        if message is None:
-                            break
-                        consumed += message.prelude.total_length
-                        yield _frame(message)
-                if received != consumed:
-                    problem = f"it ended inside a message ({received - consumed} bytes)"
-                    raise self.malformed_frame(model, problem)
-            except httpx.TimeoutException:
-                raise self._timeout_error(timeout, model, "the stream stalled: no data") from None
-            except httpx.TransportError as exc:
-                raise self._connection_error(exc, model, "the stream broke off from") from None
-            finally:
-                # Close the connection even when the consumer was cancelled mid-stream.
-                with anyio.move_on_after(CLOSE_TIMEOUT, shield=True):
-                    await response.aclose()
+        stream = self.open_stream(body, model=model, timeout=timeout, url=url, expect=EVENT_STREAM)
+        async with stream as response:
+            buffer = decoder.EventStreamBuffer()
+            received = consumed = 0
+            async for chunk in response.aiter_bytes():
+                buffer.add_data(chunk)
+                received += len(chunk)
+                while True:
+                    try:
+                        message = next(buffer, None)
+                    except decoder.ParserError as exc:
+                        problem = f"{type(exc).__name__}: {exc}"
+                        raise self.malformed_frame(model, problem) from None
+                    if message is None:
+                        break
+                    consumed += message.prelude.total_length
+                    yield _frame(message)
+            if received != consumed:
+                problem = f"it ended inside a message ({received - consumed} bytes)"
+                raise self.malformed_frame(model, problem)

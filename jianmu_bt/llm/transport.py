@@ -284,16 +284,36 @@ class HTTPEndpoint:
     async def stream_events(
         self, body: Mapping[str, Any], *, model: str | None, timeout: float, url: str | None = None
     ) -> AsyncGenerator[ServerSentEvent, None]:
-        """POST `body` (to `url`, default the endpoint's) and yield the reply's server-sent events.
+        """POST `body` (to `url`, default the endpoint's) and yield the reply's server-sent events
+        (see `open_stream`)."""
+        stream = self.open_stream(body, model=model, timeout=timeout, url=url)
+        async with stream as response, aclosing(EventSource(response).aiter_sse()) as events:
+            async for event in events:
+                yield event
 
-        Connecting and the reply's status are retried per the policy; once events flow, an error
-        ends the stream (a retry would repeat what the caller has seen). `timeout` bounds the
-        wait for the reply's headers and then for each next chunk.
+    @asynccontextmanager
+    async def open_stream(
+        self,
+        body: Mapping[str, Any],
+        *,
+        model: str | None,
+        timeout: float,
+        url: str | None = None,
+        expect: str = "text/event-stream",
+    ) -> AsyncIterator[httpx.Response]:
+        """POST `body` and give the streaming reply (of content type `expect`) to read.
+
+        Connecting and the reply's status are retried per the policy; once the body flows, an
+        error ends the stream (a retry would repeat what the caller has seen). `timeout` bounds
+        the wait for the reply's headers and then for each next chunk; a timeout or a broken
+        connection while the caller reads becomes an LLMError; the connection is closed when the
+        block ends, also when the caller was cancelled.
         """
+        target = url or self.url
 
         async def attempt(client: httpx.AsyncClient, remaining: float | None) -> httpx.Response:
             seconds = timeout if remaining is None else min(timeout, remaining)
-            logger.debug("%s: POST %s model=%s (stream)", self.provider, self.url, model)
+            logger.debug("%s: POST %s model=%s (stream)", self.provider, target, model)
             try:
                 with anyio.fail_after(seconds):
                     request = self._request(client, body, seconds, stream=True, url=url)
@@ -311,19 +331,19 @@ class HTTPEndpoint:
             return response
 
         async with self._client() as client:
-            what = f"{self.provider} {self.url}"
+            what = f"{self.provider} {target}"
             response = await call_with_retries(
                 functools.partial(attempt, client), self.retry, what=what
             )
             try:
                 content_type = response.headers.get("content-type", "")
-                if "text/event-stream" not in content_type:
+                if expect not in content_type:
                     text = (await response.aread()).decode("utf-8", "replace")
-                    problem = f"expected an event stream, got content-type {content_type!r}"
+                    problem = (
+                        f"expected an event stream ({expect}), got content-type {content_type!r}"
+                    )
                     raise self.malformed(model, problem, text)
-                async with aclosing(EventSource(response).aiter_sse()) as events:
-                    async for event in events:
-                        yield event
+                yield response
             except httpx.TimeoutException:
                 raise self._timeout_error(timeout, model, "the stream stalled: no data") from None
             except httpx.TransportError as exc:
