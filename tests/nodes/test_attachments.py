@@ -114,7 +114,10 @@ def test_a_resumed_run_sends_the_attachments_it_read_the_first_time(tmp_path):
     text = TREE.replace("  photo: {type: any, input: true}\n", "").replace(
         '      - {image: "{photo}"}\n', ""
     )
-    text = text.replace("root:", "tools: [write_file]\nguard: {approve: [write_file]}\nroot:")
+    text = text.replace(
+        "root:",
+        "tools: [write_file]\ntool_options: {workspace: .}\nguard: {approve: [write_file]}\nroot:",
+    )
     text = text.replace(
         'goal: "What is on {note}?"', 'goal: "What is on {note}?"\n    tools: [write_file]'
     )
@@ -131,3 +134,4 @@ def test_a_resumed_run_sends_the_attachments_it_read_the_first_time(tmp_path):
     assert resumed.ok, resumed.reason
     goal = resumed.state["messages"][0]["content"]
     assert base64.b64decode(goal[1]["file"]["file_data"].split(",", 1)[1]) == PDF
+    assert (tmp_path / "x.txt").read_text() == "x"  # written in the tree's workspace
