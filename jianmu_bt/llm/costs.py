@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from decimal import Decimal
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -64,14 +65,31 @@ def cost_of(
     table = _table()
     if table is None or not model:
         return None
+    price = _model_price(model, provider, api_url)
+    if price is None:
+        return None
+    rates = (price.input_mtok, price.output_mtok)
+    if all(rate is None or isinstance(rate, Decimal) for rate in rates):
+        # Flat rates (most models): the table's numbers, without its Decimal machinery.
+        per_input, per_output = (float(rate or 0) for rate in rates)
+        return (usage.input_tokens * per_input + usage.output_tokens * per_output) / PER
     counted = table.Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+    return float(price.calc_price(counted)["total_price"])  # tiered by the request's size
+
+
+@functools.lru_cache(maxsize=512)
+def _model_price(model: str, provider: str | None, api_url: str | None) -> Any:
+    """The price table's entry for a model (None: unknown), found once per model and provider:
+    matching a name against the table costs more than the arithmetic."""
+    table = _table()
+    probe = table.Usage(input_tokens=1, output_tokens=1)
     # The API URL names the provider best (DeepSeek behind an OpenAI-compatible provider); a
     # URL the table does not know (a local server) falls back to the provider's vendor.
     for where in ({"provider_api_url": api_url}, {"provider_id": provider}):
         if not next(iter(where.values())):
             continue
         try:
-            return float(table.calc_price(counted, model_ref=model, **where).total_price)
+            return table.calc_price(probe, model_ref=model, **where).model_price
         except LookupError:
             continue
     logger.debug("no price for model %r (provider %r, %s)", model, provider, api_url)

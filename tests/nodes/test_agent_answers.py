@@ -329,3 +329,20 @@ def test_a_streamed_refusal_goes_to_the_next_model_when_the_list_says_so():
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Paris is the capital."
     assert isinstance(events[-1], StreamCompleted)
     assert events[-1].response.provider == "ScriptedProvider/b"
+
+
+@pytest.mark.parametrize(
+    ("model", "provider", "tokens"),
+    [("gpt-4o-mini", "openai", (1000, 500)), ("claude-sonnet-4-5", "anthropic", (300_000, 500))],
+)
+def test_costs_equal_the_price_tables_own_calculation(model, provider, tokens):
+    genai_prices = pytest.importorskip("genai_prices")
+    from jianmu_bt.llm.costs import cost_of
+
+    usage = Usage(input_tokens=tokens[0], output_tokens=tokens[1])
+    theirs = genai_prices.calc_price(
+        genai_prices.Usage(input_tokens=tokens[0], output_tokens=tokens[1]),
+        model_ref=model,
+        provider_id=provider,
+    )
+    assert cost_of(usage, model, provider=provider) == pytest.approx(float(theirs.total_price))
