@@ -175,7 +175,8 @@ class LoadedRunner(TreeRunner):
     """A TreeRunner that starts the tree's providers before a run and closes them after it.
 
     `owned` are objects with `async aclose()` the tree created (LLM providers from the file),
-    closed in the loop of each run (their HTTP clients belong to it).
+    opened at the start of each run (pooled connections) and closed in the loop of that run
+    (their HTTP clients belong to it).
     """
 
     def __init__(
@@ -206,6 +207,8 @@ class LoadedRunner(TreeRunner):
                     self.node_statuses(),
                 )
             opened_here = True
+        if not self.has_background_loop:
+            await self.open_owned()
         try:
             return await super().arun(inputs, timeout=timeout)
         finally:
@@ -213,6 +216,14 @@ class LoadedRunner(TreeRunner):
                 await self.session.close()
             if not self.has_background_loop:  # a tick()-driven run closes these in close()
                 await self.close_owned()
+
+    async def open_owned(self) -> None:
+        """Open the LLM providers the tree created, so a run's requests share pooled
+        connections (one handshake per host, not one per LLM turn); `close_owned` closes them."""
+        for item in self.owned:
+            if callable(getattr(item, "complete", None)) and callable(getattr(item, "open", None)):
+                with contextlib.suppress(Exception):  # a provider that cannot pool still works
+                    await item.open()
 
     async def close_owned(self) -> None:
         """Close the objects the tree created (LLM clients), ignoring their errors."""
