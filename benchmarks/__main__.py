@@ -1,9 +1,10 @@
 """`python -m benchmarks [--quick] [--only NAMES] [--out DIR]`: every benchmark, one table.
 
 Run from the repository root (`pip install -e ".[bench]"` installs the anchors). Areas, in the
-order of the table: toolset, batch, ticks, agent, fanout, startup, loader, memory, imports,
-calculator, mcp, mcp_startup, idle, durability, runners, scaling. `python -m benchmarks.report`
-plots the headline rows (benchmarks/report.png, also written by every run) and prints their table.
+order of the table: toolset, batch, ticks, agent, agent_turn, fanout, startup, loader, memory,
+imports, calculator, mcp, mcp_startup, llm_providers, idle, durability, runners, scaling.
+`python -m benchmarks.report` plots the headline rows (benchmarks/report.png, also written by
+every run) and prints their table.
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ import sys
 
 from benchmarks import (
     bench_agent,
+    bench_agent_turn,
     bench_batch,
     bench_calculator,
     bench_durability,
     bench_import,
+    bench_llm_providers,
     bench_loader,
     bench_mcp,
     bench_mcp_startup,
@@ -34,6 +37,7 @@ AREAS = {
     **bench_batch.AREAS,
     **bench_ticks.AREAS,
     **bench_agent.AREAS,
+    **bench_agent_turn.AREAS,
     "fanout": bench_runtime.fanout,
     **bench_startup.AREAS,
     **bench_loader.AREAS,
@@ -42,6 +46,7 @@ AREAS = {
     **bench_calculator.AREAS,
     **bench_mcp.AREAS,
     **bench_mcp_startup.AREAS,
+    **bench_llm_providers.AREAS,
     "idle": bench_runtime.idle,
     **bench_durability.AREAS,
     **bench_runners.AREAS,
