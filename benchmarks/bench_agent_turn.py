@@ -20,9 +20,8 @@ reply), and the rows "above the floor" the time each framework adds to it.
   `await graph.ainvoke(...)` with `recursion_limit` raised to 2N + 1 (its default, 25, stops a
   run after 12 tool turns); no checkpointer.
 
-A `(tuned: ...)` row opens the loaded tree's provider before each run
-(`await tree.runner.context.llm.open()`): a tree from YAML does not pool its LLM connections
-during a run, so on the default path each request makes a client and a connection of its own.
+A tree from YAML opens the LLM provider it made at the start of each run, so the turns of a run
+share pooled connections on the default path, as the Python path's `async with` does.
 
 Runs of 10 and 50 turns, every contender once per round in rotated order, each of its runs next
 to a floor run of the same length (which goes first alternates), so the time above the floor
@@ -151,13 +150,10 @@ def floor_run(client: httpx.AsyncClient, url: str, turns: int) -> Run:
     return run
 
 
-def ours_yaml(tree: Any, turns: int, opened: bool = False) -> Prepare:
-    """The loaded tree, run once (a fresh run each time, no store). `opened`: the tree's
-    provider is opened (pooled) before the run, which closes it as it ends."""
+def ours_yaml(tree: Any, turns: int) -> Prepare:
+    """The loaded tree, run once (a fresh run each time, no store)."""
 
     async def run() -> None:
-        if opened:
-            await tree.runner.context.llm.open()
         result = await tree.arun({"question": prompt(turns)})
         assert result.ok and result.state["final_answer"] == ANSWER, result.reason
         assert len(result.state["messages"]) == 2 * turns, len(result.state["messages"])
@@ -257,7 +253,6 @@ async def measure(settings: Settings, url: str) -> tuple[Samples, dict[str, str]
                 contenders[f"pydantic-ai@{turns}"] = pydantic_ai_run(built["pydantic-ai"], turns)
             if "LangGraph" in built:
                 contenders[f"LangGraph@{turns}"] = langgraph_run(built["LangGraph"], turns)
-        contenders[f"yaml-opened@{TURNS[0]}"] = ours_yaml(tree, TURNS[0], opened=True)
         keys = ("cpu", "floor", "floor:cpu")
         kept: dict[str, dict[str, list[float]]] = {n: {k: [] for k in keys} for n in contenders}
         samplers = {}
@@ -286,8 +281,8 @@ ANCHOR_NAMES = {
 }
 NOTES = {
     "yaml": "load_tree once (llm: provider openai, an agent node); await tree.arun(inputs) per "
-    "run; no store (durability off); the tree's provider is not opened, so each request makes "
-    "its own client and connection (the default path)",
+    "run; no store (durability off); the tree opens its provider for the run (pooled "
+    "connections, the default path)",
     "python": "react_agent with OpenAICompatibleProvider opened by `async with` (pooled "
     "connections); a new TreeRunner per run, built before the timing; no store",
     "floor": "a bare httpx.AsyncClient (keep-alive) posting the same growing conversation and "
@@ -297,8 +292,6 @@ NOTES = {
     "each run (right before or after it): the framework's own work; CPU time, unlike wall time, "
     "does not grow while other jobs hold the cores",
     "LangGraph": "LangGraph needs recursion_limit >= 2N + 1 for an N-turn run (default 25)",
-    "opened": "the tree's provider opened (pooled connections) before each run: "
-    "`await tree.runner.context.llm.open()`; the run closes it as it ends",
 }
 
 
@@ -328,10 +321,6 @@ def rows(samples: Samples, missing: dict[str, str]) -> list[Row]:
                 theirs = above(samples, key) if key in samples else None
                 mine = above(samples, f"{ours}@{turns}")
                 out.append(within(what, mine, theirs, name, None, NOTES["above"]))
-    turns = TURNS[0]
-    what = f"  (tuned: tree's provider opened) {turns} turns vs default"
-    tuned, default = samples[f"yaml-opened@{turns}"], samples[f"yaml@{turns}"]
-    out.append(within(what, tuned, default, "the YAML tree's row", None, NOTES["opened"]))
     return out
 
 
