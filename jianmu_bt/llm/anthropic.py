@@ -7,6 +7,7 @@ and `anthropic-version`; the conversation is converted by `jianmu_bt.llm.anthrop
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from typing import Any, Unpack
@@ -19,6 +20,7 @@ from jianmu_bt.llm.anthropic_wire import (
     DEFAULT_MAX_TOKENS,
     FINISH_REASONS,
     anthropic_body,
+    output_tool,
     tool_input_text,
 )
 from jianmu_bt.llm.base import LLMResponse, StreamCompleted, StreamEvent, Usage
@@ -107,8 +109,25 @@ class AnthropicProvider(HTTPProvider):
         usage: Usage | None,
         stop_reason: Any,
         model: str,
+        request: PreparedRequest,
     ) -> LLMResponse:
         text = "".join(str(b.get("text") or "") for b in blocks if b.get("type") == "text")
+        forced = output_tool(request.options)
+        answer = next((c for c in calls if forced and c.name == forced["name"]), None)
+        if answer is not None:
+            # The typed answer came through its tool: it is the reply's text, not a call to
+            # run, and the turn goes back as that text (no tool use left unanswered).
+            schema = request.options.output_schema or {}
+            value = answer.arguments
+            if schema.get("type") != "object" and isinstance(value, dict):
+                value = value.get("value")  # a non-object answer is wrapped (`output_tool`)
+            return LLMResponse.build(
+                json.dumps(value, ensure_ascii=False),
+                usage=usage,
+                finish_reason="stop",
+                model=model,
+                reasoning=thinking_text(blocks),
+            )
         refusal = None
         if stop_reason == "refusal":
             refusal = text or "the model declined to answer (stop_reason: refusal)"
@@ -143,6 +162,7 @@ class AnthropicProvider(HTTPProvider):
             usage=_usage(data.get("usage")),
             stop_reason=data.get("stop_reason"),
             model=data.get("model") or request.model,
+            request=request,
         )
 
     async def _events(self, request: PreparedRequest) -> AsyncGenerator[StreamEvent, None]:
@@ -211,6 +231,7 @@ class AnthropicProvider(HTTPProvider):
                 usage=assembler.usage,
                 stop_reason=stop_reason,
                 model=assembler.model or request.model,
+                request=request,
             )
         )
 

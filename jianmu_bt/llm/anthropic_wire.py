@@ -197,11 +197,15 @@ def anthropic_body(
     }
     if system:
         body["system"] = system
-    if request.tools:
-        body["tools"] = [
-            {"name": s["name"], "description": s["description"], "input_schema": s["parameters"]}
-            for s in request.tools
-        ]
+    tools = [
+        {"name": s["name"], "description": s["description"], "input_schema": s["parameters"]}
+        for s in request.tools
+    ]
+    forced = output_tool(options)
+    if forced is not None:
+        tools.append(forced)
+    if tools:
+        body["tools"] = tools
         choice: dict[str, Any] | None = None
         if options.tool_choice in ("auto", "none"):
             choice = {"type": options.tool_choice}
@@ -213,6 +217,8 @@ def anthropic_body(
             choice = choice or {"type": "auto"}
             if choice["type"] != "none":
                 choice["disable_parallel_tool_use"] = True
+        if forced is not None and not request.tools and choice is None:
+            choice = {"type": "tool", "name": forced["name"]}  # the answer must be the object
         if choice:
             body["tool_choice"] = choice
     if options.temperature is not None:
@@ -221,6 +227,24 @@ def anthropic_body(
         body["stream"] = True
     body.update(options.extra)
     return body
+
+
+def output_tool(options: Any) -> dict[str, Any] | None:
+    """The tool a typed answer is given through (`LLMOptions.output_schema`): the Messages API's
+    way to make a model answer with an object of a schema. None without an output schema, or
+    with extended thinking on (which cannot be combined with a forced tool): the schema in the
+    system prompt is then what asks for it."""
+    schema = options.output_schema
+    thinking = options.extra.get("thinking")
+    if schema is None or (isinstance(thinking, Mapping) and thinking.get("type") != "disabled"):
+        return None
+    if schema.get("type") != "object":  # a tool's input is an object: wrap anything else
+        schema = {"type": "object", "properties": {"value": schema}, "required": ["value"]}
+    return {
+        "name": options.output_name or "final_result",
+        "description": "Give your final answer with this tool, in the shape of its input.",
+        "input_schema": schema,
+    }
 
 
 def tool_input_text(block: Mapping[str, Any]) -> str | None:

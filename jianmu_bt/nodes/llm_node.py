@@ -247,11 +247,12 @@ class AgentLLMNode(AsyncNode):
         self, provider: LLMProvider, messages: list[dict[str, Any]], tools: Schemas
     ) -> LLMOptions | None:
         """The request's options, after the usage limits allowed it (UsageLimitExceeded
-        otherwise): the output room they leave caps `max_tokens`; a typed output the provider
-        enforces natively is asked for."""
+        otherwise): the output room they leave caps `max_tokens`; a typed output is asked for
+        (each provider enforces it as it can: natively, by a forced tool, or not at all, when
+        the system prompt carries the schema instead)."""
         options = self.options
         output = self.policy.output
-        if output is not None and _native_output(provider):
+        if output is not None:
             native = LLMOptions(
                 output_schema=output.schema, output_name=output.name, output_strict=output.strict
             )

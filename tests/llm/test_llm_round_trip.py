@@ -350,3 +350,42 @@ def test_tool_names_go_back_as_declared(llm_server):
     anyio.run(main)
     sent = llm_server.requests[1].body["messages"][1]["tool_calls"][0]["function"]["name"]
     assert sent == "GetWeather"
+
+
+def test_an_anthropic_typed_answer_comes_through_a_forced_tool(llm_server):
+    from jianmu_bt.llm.output import OutputSpec
+    from jianmu_bt.nodes import react_agent
+    from jianmu_bt.nodes.turn_outcome import TurnPolicy
+    from jianmu_bt.runtime import AgentState, StateManager, TreeRunner
+
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    reply = {
+        "id": "m", "type": "message", "role": "assistant", "model": "claude",
+        "content": [{"type": "tool_use", "id": "toolu_1", "name": "final_result",
+                     "input": {"city": "Paris"}}],
+        "stop_reason": "tool_use", "usage": {"input_tokens": 5, "output_tokens": 5},
+    }  # fmt: skip
+    llm_server.script(Reply(json=reply))
+
+    class Task(AgentState):
+        place: dict | None = None
+
+    llm = AnthropicProvider("claude", base_url=llm_server.url, api_key="k", retry=FAST_RETRY)
+    agent = react_agent("A", provider=llm, goal="Capital of France?", output_key="place",
+                        policy=TurnPolicy(output=OutputSpec(schema)))  # fmt: skip
+    result = TreeRunner(agent, StateManager(Task)).run(timeout=10)
+    assert result.ok, result.reason
+    assert result.state["place"] == {"city": "Paris"}
+    sent = llm_server.requests[0].body
+    assert sent["tool_choice"] == {"type": "tool", "name": "final_result"}
+    assert sent["tools"][0]["input_schema"] == schema
+    assert result.state["messages"][-1] == {"role": "assistant", "content": '{"city": "Paris"}'}
+
+
+def test_with_extended_thinking_the_schema_is_asked_for_in_the_prompt_not_a_forced_tool():
+    from jianmu_bt.llm.anthropic_wire import output_tool
+
+    schema = {"type": "object", "properties": {}}
+    thinking = LLMOptions(output_schema=schema, extra={"thinking": {"type": "enabled"}})
+    assert output_tool(thinking) is None
+    assert output_tool(LLMOptions(output_schema=schema))["name"] == "final_result"
