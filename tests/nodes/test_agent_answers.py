@@ -345,3 +345,19 @@ def test_costs_equal_the_price_tables_own_calculation(model, provider, tokens):
         provider_id=provider,
     )
     assert cost_of(usage, model, provider=provider) == pytest.approx(float(theirs.total_price))
+
+
+def test_the_limits_example_in_docs_runs(capsys):
+    import re
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "agents.md"
+    blocks = re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), re.S)
+    example = next(block for block in blocks if "UsageLimits(requests=3)" in block)
+    exec(compile(example, str(doc), "exec"), {"__name__": "doc_limits"})
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "3 3"
+    assert out[1] == (
+        "Looper.llm: UsageLimitExceeded: usage limit of the agent 'Looper.llm': requests would "
+        "reach 4, over its limit of 3 (limits.requests); no request was sent"
+    )
