@@ -48,7 +48,12 @@ def test_ask_reads_the_answer_from_the_person(tmp_path):
             text=True,
             timeout=60,
             cwd=REPO,
-            env={"PYTHONPATH": str(REPO), "TERM": "dumb", "PATH": "/usr/bin:/bin"},
+            env={
+                "PYTHONPATH": str(REPO),
+                "TERM": "dumb",
+                "PATH": "/usr/bin:/bin",
+                "JIANMU_STORE": str(tmp_path / "runs.db"),  # not the checkout's .jianmu/
+            },
         )
         outcomes.append((finished.returncode, "approve calculator" in finished.stdout))
     assert outcomes == [(0, True), (1, True)]
