@@ -29,7 +29,7 @@ from typing import Any
 
 from jianmu_bt.llm.errors import InvalidRequestError
 from jianmu_bt.llm.request import PreparedRequest
-from jianmu_bt.llm.round_trip import parts_for
+from jianmu_bt.llm.round_trip import kept_parts
 from jianmu_bt.tools import ToolCall
 from jianmu_bt.tools.calls import ERROR_PREFIX
 
@@ -128,14 +128,12 @@ def _tool_use_block(openai_call: Mapping[str, Any]) -> dict[str, Any]:
 
 def _own_blocks(message: Mapping[str, Any], origin: str) -> list[dict[str, Any]] | None:
     """The reply's blocks as received, when they came from `origin` and still match its calls."""
-    parts = parts_for(message, origin)
-    blocks = parts.get("content") if parts is not None else None
-    if not isinstance(blocks, list):
-        return None
-    used = [b.get("id") for b in blocks if isinstance(b, Mapping) and b.get("type") == "tool_use"]
-    if used != [call.get("id") for call in message.get("tool_calls", [])]:
-        return None  # the calls were changed since: rebuild from the message
-    return [dict(block) for block in blocks]
+    blocks = kept_parts(message, origin, "content", _tool_use_id)
+    return None if blocks is None else [dict(block) for block in blocks]
+
+
+def _tool_use_id(block: Mapping[str, Any]) -> str | None:
+    return block.get("id") if block.get("type") == "tool_use" else None
 
 
 def _blocks_of(

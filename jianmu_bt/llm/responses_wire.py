@@ -35,7 +35,7 @@ from jianmu_bt.llm.base import Usage
 from jianmu_bt.llm.errors import InvalidRequestError
 from jianmu_bt.llm.openai_chat_wire import text_of
 from jianmu_bt.llm.request import TOOL_CHOICE_WORDS, PreparedRequest
-from jianmu_bt.llm.round_trip import parts_for
+from jianmu_bt.llm.round_trip import kept_parts
 from jianmu_bt.tools import ToolCall
 
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
@@ -98,14 +98,12 @@ def _call_item(openai_call: Mapping[str, Any]) -> dict[str, Any]:
 def own_items(message: Mapping[str, Any], origin: str) -> list[dict[str, Any]] | None:
     """The reply's output items as received, when they came from `origin` and still match its
     tool calls (the `function_call` items' `call_id`s, in order); None otherwise."""
-    parts = parts_for(message, origin)
-    items = parts.get("output") if parts is not None else None
-    if not isinstance(items, list) or not all(isinstance(item, Mapping) for item in items):
-        return None
-    used = [item.get("call_id") for item in items if item.get("type") == "function_call"]
-    if used != [call.get("id") for call in message.get("tool_calls") or []]:
-        return None  # the calls were changed since: rebuild from the message
-    return [dict(item) for item in items]
+    items = kept_parts(message, origin, "output", _call_id)
+    return None if items is None else [dict(item) for item in items]
+
+
+def _call_id(item: Mapping[str, Any]) -> str | None:
+    return item.get("call_id") if item.get("type") == "function_call" else None
 
 
 def _replayed(items: Iterable[dict[str, Any]], keep_ids: bool) -> list[dict[str, Any]]:

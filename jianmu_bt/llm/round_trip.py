@@ -21,7 +21,7 @@ sends exactly what the interrupted one would have.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlparse
 
@@ -47,6 +47,26 @@ def parts_for(message: Mapping[str, Any], origin: str) -> Mapping[str, Any] | No
     if isinstance(data, Mapping) and data.get("origin") == origin:
         return data
     return None
+
+
+def kept_parts(
+    message: Mapping[str, Any],
+    origin: str,
+    key: str,
+    call_id: Callable[[Mapping[str, Any]], str | None],
+) -> list[Mapping[str, Any]] | None:
+    """The parts a provider kept under `key` for a reply from `origin`, when the tool-call ids
+    among them (`call_id(part)`, None for a part that is not a client call) are still the
+    message's tool-call ids in order; None otherwise (another origin, or calls changed since:
+    the turn is rebuilt from the message's text and calls)."""
+    data = parts_for(message, origin)
+    parts = data.get(key) if data is not None else None
+    if not isinstance(parts, list) or not all(isinstance(part, Mapping) for part in parts):
+        return None
+    used = [found for found in map(call_id, parts) if found is not None]
+    if used != [call.get("id") for call in message.get("tool_calls") or []]:
+        return None
+    return parts
 
 
 def merge_fields(target: dict[str, Any], fields: Mapping[str, Any]) -> None:
