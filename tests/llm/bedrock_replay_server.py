@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import json
 import struct
-import threading
-import time
 import zlib
 from collections import deque
 from collections.abc import AsyncIterator, Iterable, Mapping
@@ -25,7 +23,7 @@ from typing import Any
 from urllib.parse import unquote
 
 import anyio
-import uvicorn
+from server_thread import ServerThread
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -277,8 +275,7 @@ class BedrockReplayServer:
         self.region = "us-west-2"
         self.bearer_token: str | None = None
         self.url = ""
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._runner: ServerThread | None = None
 
     def reset(self) -> None:
         """Forget replies, requests, events and what authentication to expect."""
@@ -296,29 +293,13 @@ class BedrockReplayServer:
     def start(self) -> None:
         """Run uvicorn in a thread and wait until it listens."""
         app = Starlette(routes=[Route("/{path:path}", self._handle, methods=["POST"])])
-        config = uvicorn.Config(
-            app,
-            host="127.0.0.1",
-            port=0,
-            log_level="error",
-            lifespan="off",
-            timeout_graceful_shutdown=1,
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, name="bedrock", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("the Bedrock replay server did not start")
-            time.sleep(0.01)
-        self.url = f"http://127.0.0.1:{self._server.servers[0].sockets[0].getsockname()[1]}"
+        self._runner = ServerThread(app, "Bedrock replay")
+        self.url = self._runner.start()
 
     def stop(self) -> None:
         """Ask uvicorn to exit and wait for its thread."""
-        if self._server is not None and self._thread is not None:
-            self._server.should_exit = True
-            self._thread.join(timeout=10)
+        if self._runner is not None:
+            self._runner.stop()
 
     async def _handle(self, request: Request) -> Response:
         raw = await request.body()

@@ -28,15 +28,13 @@ from __future__ import annotations
 import base64
 import json
 import re
-import threading
-import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import uvicorn
+from server_thread import ServerThread
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -107,8 +105,7 @@ class GeminiReplayServer:
         self.require_signatures = False
         self.issued: dict[str, str] = {}  # functionCall key -> the signature handed out with it
         self.url = ""
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._runner: ServerThread | None = None
 
     def reset(self) -> None:
         """Forget replies, requests and issued signatures; accept any key."""
@@ -125,28 +122,13 @@ class GeminiReplayServer:
     def start(self) -> None:
         """Run uvicorn in a thread and wait until it listens."""
         app = Starlette(routes=[Route("/{path:path}", self._handle, methods=["POST"])])
-        config = uvicorn.Config(
-            app, host="127.0.0.1", port=0, log_level="error", lifespan="off",
-            timeout_graceful_shutdown=1,
-        )  # fmt: skip
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, name="gemini-replay", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("the Gemini replay server did not start")
-            time.sleep(0.01)
-        port = self._server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
+        self._runner = ServerThread(app, "Gemini replay")
+        self.url = self._runner.start()
 
     def stop(self) -> None:
         """Ask uvicorn to exit and wait for its thread."""
-        if self._server is not None and self._thread is not None:
-            self._server.should_exit = True
-            self._thread.join(timeout=10)
-            if self._thread.is_alive():
-                raise RuntimeError("the Gemini replay server did not stop")
+        if self._runner is not None:
+            self._runner.stop()
 
     async def _handle(self, request: Request) -> Response:
         raw = await request.body()

@@ -10,14 +10,13 @@ wire conversion fails a test. It runs under uvicorn in a thread on 127.0.0.1, on
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import uvicorn
+from server_thread import ServerThread
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -73,8 +72,7 @@ class FakeLLMServer:
         self.events: list[str] = []
         self.api_key: str | None = None
         self.url = ""
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._runner: ServerThread | None = None
 
     # --- scripting -------------------------------------------------------------------------
     def reset(self) -> None:
@@ -92,28 +90,13 @@ class FakeLLMServer:
     def start(self) -> None:
         """Run uvicorn in a thread and wait until it listens."""
         app = Starlette(routes=[Route("/{path:path}", self._handle, methods=["GET", "POST"])])
-        config = uvicorn.Config(
-            app, host="127.0.0.1", port=0, log_level="error", lifespan="off",
-            timeout_graceful_shutdown=1,
-        )  # fmt: skip
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, name="fake-llm", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("the fake LLM server did not start")
-            time.sleep(0.01)
-        port = self._server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
+        self._runner = ServerThread(app, "fake LLM")
+        self.url = self._runner.start()
 
     def stop(self) -> None:
         """Ask uvicorn to exit and wait for its thread."""
-        if self._server is not None and self._thread is not None:
-            self._server.should_exit = True
-            self._thread.join(timeout=10)
-            if self._thread.is_alive():
-                raise RuntimeError("the fake LLM server did not stop")
+        if self._runner is not None:
+            self._runner.stop()
 
     # --- serving -----------------------------------------------------------------------------
     async def _handle(self, request: Request) -> Response:

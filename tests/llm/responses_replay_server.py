@@ -12,14 +12,12 @@ It runs under uvicorn in a thread on 127.0.0.1, on a free port.
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
+from server_thread import ServerThread
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -89,8 +87,7 @@ class ResponsesReplayServer:
         self.replays: deque[Replay] = deque()
         self.requests: list[Received] = []
         self.url = ""
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._runner: ServerThread | None = None
 
     def reset(self) -> None:
         """Forget queued answers and received requests."""
@@ -104,29 +101,13 @@ class ResponsesReplayServer:
     def start(self) -> None:
         """Run uvicorn in a thread and wait until it listens."""
         app = Starlette(routes=[Route("/{path:path}", self._handle, methods=["POST"])])
-        config = uvicorn.Config(
-            app, host="127.0.0.1", port=0, log_level="error", lifespan="off",
-            timeout_graceful_shutdown=1,
-        )  # fmt: skip
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, name="responses-replay")
-        self._thread.daemon = True
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("the Responses replay server did not start")
-            time.sleep(0.01)
-        port = self._server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
+        self._runner = ServerThread(app, "Responses replay")
+        self.url = self._runner.start()
 
     def stop(self) -> None:
         """Ask uvicorn to exit and wait for its thread."""
-        if self._server is not None and self._thread is not None:
-            self._server.should_exit = True
-            self._thread.join(timeout=10)
-            if self._thread.is_alive():
-                raise RuntimeError("the Responses replay server did not stop")
+        if self._runner is not None:
+            self._runner.stop()
 
     async def _handle(self, request: Request) -> Response:
         raw = await request.body()
