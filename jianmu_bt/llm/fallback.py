@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
 from types import TracebackType
-from typing import Any, Literal, Self, get_args
+from typing import Any, Literal, Self, cast, get_args
 
 from jianmu_bt.llm.base import LLMOptions, LLMProvider, LLMResponse, StreamEvent, ToolsInput
 from jianmu_bt.llm.errors import (
@@ -49,6 +49,7 @@ FallbackOn = Literal[
     "not_found", "auth",
 ]  # fmt: skip
 FALLBACK_WORDS: tuple[str, ...] = get_args(FallbackOn)
+_Stream = AsyncGenerator[StreamEvent, None]  # what a provider's `stream` returns (closable)
 DEFAULT_FALLBACK_ON: tuple[FallbackOn, ...] = ("connection", "timeout", "rate_limit", "server")
 
 _ERRORS: dict[str, type[LLMError]] = {
@@ -77,11 +78,6 @@ def provider_name(provider: Any) -> str:
     where = getattr(provider, "origin", None) or type(provider).__name__
     model = getattr(provider, "model", None)
     return f"{where}/{model}" if model else str(where)
-
-
-def _closable(events: Any) -> Any:
-    """A provider's stream (an async generator: it has `aclose`)."""
-    return events
 
 
 class FallbackProvider:
@@ -177,7 +173,9 @@ class FallbackProvider:
             started = False
             held: list[StreamEvent] = []
             try:
-                async with aclosing(_closable(provider.stream(messages, tools, options))) as events:
+                async with aclosing(
+                    cast(_Stream, provider.stream(messages, tools, options))
+                ) as events:
                     async for event in events:
                         if not isinstance(event, StreamCompleted):
                             if hold:
