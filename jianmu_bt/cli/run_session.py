@@ -1,7 +1,8 @@
 """What `jianmu run` and `jianmu resume` share: watching a run, answering holds, reporting it.
 
 Exit status: 0 the run succeeded, 1 it failed (or could not start), 3 it paused: a call waits
-for a decision (`jianmu resume RUN --approve CALL_ID` or `--deny CALL_ID` continues it).
+for a decision (`jianmu resume RUN --approve CALL_ID` or `--deny CALL_ID` continues it), 75 its
+run store failed and the run stopped at once (`jianmu resume RUN` once the store is back).
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ STORE_HELP = (
     ".jianmu/runs.db under the current directory)"
 )
 WAITING = ("held", "in_doubt")
+EXIT_STORE_FAULT = 75
+"""The exit status of a run stopped by its store (sysexits' EX_TEMPFAIL: try again later)."""
 
 
 def open_run_store(location: str | None, *, create: bool) -> RunStore:
@@ -29,12 +31,16 @@ def open_run_store(location: str | None, *, create: bool) -> RunStore:
 
 @contextlib.contextmanager
 def store_errors() -> Iterator[None]:
-    """Turn run store and durable-run errors into CLIError (one line, exit 1)."""
+    """Turn run store and durable-run errors into CLIError (one line): exit 75 when the store
+    failed or is unavailable (try again later), else 1."""
     from jianmu_bt.loader.durable import DurableRunError
-    from jianmu_bt.store import StoreError
+    from jianmu_bt.runtime.journal import StoreFaultError
+    from jianmu_bt.store import StoreError, StoreUnavailableError
 
     try:
         yield
+    except (StoreFaultError, StoreUnavailableError) as exc:
+        raise CLIError(str(exc), exit_code=EXIT_STORE_FAULT) from None
     except (StoreError, DurableRunError) as exc:
         raise CLIError(str(exc)) from None
 

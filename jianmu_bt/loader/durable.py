@@ -18,14 +18,23 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from jianmu_bt.runtime import RunResult, StateManager, TreeRunner
-from jianmu_bt.runtime.journal import WAITING_CALL, RunJournal, new_lease_owner, owner_is_dead
+from jianmu_bt.runtime.journal import (
+    WAITING_CALL,
+    RunJournal,
+    StoreFaultError,
+    new_lease_owner,
+    owner_is_dead,
+)
 from jianmu_bt.store import (
     JournalEntry,
     LeaseError,
+    LeaseLostError,
     RunRecord,
     RunStore,
     StoreError,
+    default_patience,
     open_store,
+    patiently,
 )
 
 LEASE_SECONDS = 30.0
@@ -76,6 +85,8 @@ class DurableRun:
         self.owner = new_lease_owner()
         self.journal: RunJournal | None = None
         self.previous_status = "running"
+        #: Seconds a write waits for an unavailable store before the run stops.
+        self.patience = default_patience()
 
     # -- starting --------------------------------------------------------------------------
 
@@ -146,6 +157,12 @@ class DurableRun:
                     f"run {self.run_id} has no call {call_id!r} waiting for a decision; "
                     f"waiting: {listed or 'none'}"
                 )
+        for entry in waiting:  # "all" with a deny means every other call: not a conflict
+            if any(_names(entry, c) for c in approve) and any(_names(entry, c) for c in deny):
+                raise DurableRunError(
+                    f"call {entry.call_id} ({entry.tool}) of run {self.run_id} is both approved "
+                    "and denied; give one decision per call"
+                )
         for entry in waiting:
             if any(_names(entry, c) for c in deny):
                 status = "denied" if entry.status == "held" else "skipped"
@@ -165,6 +182,7 @@ class DurableRun:
             recorded=recorded,
             hold=self.hold,
             lease_seconds=LEASE_SECONDS,
+            patience=self.patience,
         )
         context = self.tree.runner.context
         context.run_id = self.run_id
@@ -189,26 +207,59 @@ class DurableRun:
                 with contextlib.suppress(StoreError):
                     self.store.append(self.run_id, self.owner, status=self.previous_status)
                 raise DurableRunError(journal.fault)
-            # The outcome and the lease's release in one transaction (one commit less a run).
-            self.store.append(
-                self.run_id,
-                self.owner,
-                checkpoint=self.checkpoint(),
-                status=result.run_status,
-                reason=result.reason,
-                release=True,
-            )
+            self._record_end(result)
             released = True
         finally:
             if not released:
-                self.store.release_lease(self.run_id, self.owner)
+                self._release()
         result.run_id = self.run_id
         return result
 
+    def _record_end(self, result: RunResult) -> None:
+        """The outcome and the lease's release in one transaction (one commit less a run),
+        waiting out an unavailable store; StoreFaultError when it cannot be recorded."""
+        store, run_id, owner = self.store, self.run_id, self.owner
+        checkpoint = self.checkpoint()
+        try:
+            patiently(
+                lambda: store.append(
+                    run_id,
+                    owner,
+                    checkpoint=checkpoint,
+                    status=result.run_status,
+                    reason=result.reason,
+                    release=True,
+                ),
+                self.patience,
+            )
+        except LeaseLostError:
+            # A first try committed before its connection was cut: the end is recorded.
+            with contextlib.suppress(StoreError):
+                run = store.get_run(run_id)
+                if run.status == result.run_status and run.lease_owner is None:
+                    return
+            raise self._fault(result, "its lease was lost") from None
+        except StoreError as exc:
+            raise self._fault(result, str(exc)) from None
+
+    def _fault(self, result: RunResult, why: str) -> StoreFaultError:
+        return StoreFaultError(
+            f"run {self.run_id} {result.run_status}, but its run store failed to record that "
+            f"({why}); `jianmu resume {self.run_id}` records it once the store is back (its "
+            "finished calls are not run again)",
+            run_id=self.run_id,
+        )
+
+    def _release(self) -> None:
+        """Free the lease; a store that is unavailable lets it expire instead."""
+        with contextlib.suppress(StoreError):
+            self.store.release_lease(self.run_id, self.owner)
+
     def abandon(self) -> None:
-        """The run raised before it ended: free the lease (the run stays resumable)."""
+        """The run raised (or its store failed) before it ended: free the lease if the store
+        allows (the run stays resumable)."""
         self.tree.runner.context.journal = None
-        self.store.release_lease(self.run_id, self.owner)
+        self._release()
 
     def waiting_calls(self) -> list[JournalEntry]:
         """The run's calls that wait for a decision (held or in doubt), in journal order."""

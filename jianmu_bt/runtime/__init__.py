@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         TraceWriter as TraceWriter,
         read_trace as read_trace,
     )
+    from jianmu_bt.runtime.journal import StoreFaultError as StoreFaultError
     from jianmu_bt.runtime.reducers import Reducer as Reducer, ReducerSpec as ReducerSpec
     from jianmu_bt.runtime.runner import RunResult as RunResult, TreeRunner as TreeRunner
     from jianmu_bt.runtime.services import RunGuard as RunGuard

@@ -106,6 +106,30 @@ class NodeTimeoutError(TimeoutError):
     """A node's work exceeded the node's own timeout."""
 
 
+class RunStopped(BaseException):
+    """Raised by work that must end the whole run at once, never be a node's outcome: a durable
+    run whose store failed. A BaseException so that no `except Exception` on the way (a node's,
+    a tool wrapper's) takes it for a failure a Selector could fall back from. The runner halts
+    every node and raises `error` from `run`/`arun`."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+        """The exception `run`/`arun` raise for it."""
+
+
+def stop_of(exc: BaseException) -> RunStopped | None:
+    """The RunStopped that `exc` is, or holds (a task group wraps what its tasks raised)."""
+    if isinstance(exc, RunStopped):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = stop_of(inner)
+            if found is not None:
+                return found
+    return None
+
+
 class RunContext:
     """Per-run services shared by the nodes of one tree.
 
@@ -179,6 +203,13 @@ class RunContext:
 
     def wake(self) -> None:
         """Ask the runner for a tick soon (something changed)."""
+        self._wake()
+
+    def stop(self, error: Exception) -> None:
+        """End the run at once with `error` (see RunStopped): no further tick; `arun` halts the
+        nodes and raises it. Safe from the run's event loop only."""
+        if self.escaped is None:
+            self.escaped = RunStopped(error)
         self._wake()
 
     def spawn(self, work: Work, timeout: float | None = None) -> TaskHandle:

@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from jianmu_bt.store import LeaseLostError
+from jianmu_bt.runtime.context import RunStopped
+from jianmu_bt.store import LeaseLostError, StoreError, StoreUnavailableError, patiently
+from jianmu_bt.store.patience import DEFAULT_PATIENCE
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +41,17 @@ WAITING_CALL = frozenset({"held", "in_doubt"})
 #: A step the tree itself cancelled (a Timeout decorator, a parent that moved on): on replay it
 #: waits until the tree cancels it again, so the run takes the same path.
 CANCELLED = "cancelled"
+
+
+class StoreFaultError(StoreError):
+    """A durable run stopped at once because its run store failed to record a step (after
+    waiting it out) or its lease was lost: nothing ran after that step. The run stays
+    resumable; a call whose outcome was not recorded is treated as one in flight at a crash."""
+
+    def __init__(self, message: str, *, run_id: str | None = None) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        """The run that stopped."""
 
 
 class JournalMismatchError(RuntimeError):
@@ -97,6 +110,7 @@ class RunJournal:
         recorded: Iterable[JournalEntry] = (),
         hold: str = "wait",
         lease_seconds: float = 30.0,
+        patience: float = DEFAULT_PATIENCE,
     ) -> None:
         if hold not in ("wait", "pause"):
             raise ValueError(f"hold must be 'wait' or 'pause', got {hold!r}")
@@ -105,6 +119,8 @@ class RunJournal:
         self.owner = owner
         self.hold = hold
         self.lease_seconds = lease_seconds
+        #: Seconds a write waits for an unavailable store before the run stops.
+        self.patience = patience
         self._recorded: dict[str, JournalEntry] = {entry.key: entry for entry in recorded}
         self._entries: dict[str, int] = {}
         self._running = 0
@@ -118,6 +134,10 @@ class RunJournal:
         #: leaves the state out.
         self.checkpoint_source: Callable[[bool], dict[str, Any]] | None = None
         self.on_pause: Callable[[], None] = _noop
+        #: Ends the run at once with an error (set by the runner: `RunContext.stop`).
+        self.on_stop: Callable[[Exception], None] = _ignore
+        #: Why the run stopped at once (its store failed, its lease was lost), else None.
+        self.stopped: StoreFaultError | None = None
         self._renewed = time.monotonic()
 
     # -- keys and records ------------------------------------------------------------------
@@ -142,40 +162,78 @@ class RunJournal:
         A full checkpoint (before a side effect, at a pause) holds the state; a light one (after
         a call ended or an LLM turn: nothing has acted on the state's new values yet) holds the
         guards' counters and the progress only, which keeps each call's second write small.
+
+        A write the store refuses or cannot make (after waiting up to `patience` seconds for it
+        to come back) is not the step's outcome: the run stops at once (RunStopped, raised
+        through the node) and nothing runs after it.
         """
+        if self.stopped is not None:  # another branch's write failed: nothing more is recorded
+            raise RunStopped(self.stopped)
         source = self.checkpoint_source
         checkpoint = source(full) if source is not None else None
+        store, run_id, owner = self.store, self.run_id, self.owner
         try:
-            self.store.append(self.run_id, self.owner, entries, checkpoint=checkpoint)
-        except LeaseLostError as exc:  # another process drives the run now: stop, record nothing
-            self.fault = self.fault or f"run {self.run_id} lost its lease: {exc}"
-            self.request_pause(self.fault)
-            raise
+            patiently(
+                lambda: store.append(run_id, owner, entries, checkpoint=checkpoint), self.patience
+            )
+        except LeaseLostError as exc:  # another process drives the run now: record nothing
+            raise RunStopped(self.stop(f"run {run_id} stopped: it lost its lease: {exc}")) from None
+        except StoreError as exc:
+            raise RunStopped(
+                self.stop(f"run {run_id} stopped: its run store failed to record a step: {exc}")
+            ) from None
         for entry in entries:
             self._recorded[entry.key] = entry
         self._renew_if_due()
 
+    def stop(self, reason: str) -> StoreFaultError:
+        """Stop the run at once for `reason` (its store or lease failed): no further write, no
+        further step; the runner halts the nodes and raises the returned error."""
+        if self.stopped is None:
+            self.stopped = StoreFaultError(
+                f"{reason}; nothing ran after it. Resume the run once the store is back "
+                f"(`jianmu resume {self.run_id}`)",
+                run_id=self.run_id,
+            )
+            self.fault = self.fault or reason
+            self.closing = True  # the steps cut off stay `running`: in flight for a resume
+            self.on_stop(self.stopped)
+        return self.stopped
+
     def _renew_if_due(self) -> None:
-        now = time.monotonic()
-        if now - self._renewed > self.lease_seconds / 3:
+        if time.monotonic() - self._renewed > self.lease_seconds / 3:
+            self._renew()
+
+    def _renew(self) -> bool:
+        """Renew the lease; False when it is lost (the run is then stopped) or cannot be
+        renewed before it expires."""
+        started = time.monotonic()
+        try:
             self.store.renew_lease(self.run_id, self.owner, self.lease_seconds)
-            self._renewed = now
+        except StoreUnavailableError as exc:
+            if started - self._renewed < self.lease_seconds:
+                return True  # the lease still holds: try again at the next beat
+            self.stop(
+                f"run {self.run_id} stopped: its lease expired while the store was "
+                f"unavailable: {exc}"
+            )
+            return False
+        except StoreError as exc:  # taken over, or the run is gone
+            self.stop(f"run {self.run_id} stopped: it lost its lease: {exc}")
+            return False
+        self._renewed = started
+        return True
 
     async def keep_lease(self) -> None:
         """Renew the lease while the run lives (started by the runner; cancelled at its end).
 
-        A lease that cannot be renewed (another process took the run over, the store is gone)
-        stops the run without recording an outcome: `fault` says why.
+        A lease that is lost (another process took the run over, the run is gone) or runs out
+        while the store is unavailable stops the run at once without recording anything.
         """
-        while True:
+        while self.stopped is None:
             await anyio.sleep(self.lease_seconds / 3)
-            try:
-                self.store.renew_lease(self.run_id, self.owner, self.lease_seconds)
-            except Exception as exc:
-                self.fault = self.fault or f"run {self.run_id} lost its lease: {exc}"
-                self.request_pause(self.fault)
+            if not self._renew():
                 return
-            self._renewed = time.monotonic()
 
     # -- calls in flight and pausing -------------------------------------------------------
 
@@ -233,4 +291,8 @@ class RunJournal:
 
 
 def _noop() -> None:
+    return None
+
+
+def _ignore(error: Exception) -> None:
     return None

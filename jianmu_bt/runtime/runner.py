@@ -27,7 +27,7 @@ from py_trees.common import Status
 
 from jianmu_bt.runtime.async_node import ContextNode
 from jianmu_bt.runtime.background import BackgroundLoop
-from jianmu_bt.runtime.context import RunContext
+from jianmu_bt.runtime.context import RunContext, stop_of
 from jianmu_bt.runtime.events import EventBus
 from jianmu_bt.runtime.pacing import TickPacer, only_work_can_move, seconds_to_deadline
 from jianmu_bt.runtime.progress import node_keys, tree_progress
@@ -162,6 +162,9 @@ class TreeRunner:
         escaped = self.context.escaped
         if escaped is not None:
             self.context.escaped = None
+            stopped = stop_of(escaped)
+            if stopped is not None:  # the run was stopped on purpose: its reason, not a trace
+                raise stopped.error from None
             raise escaped
 
     def _tick_once(self) -> Status:
@@ -313,6 +316,7 @@ class TreeRunner:
             self.node_keys  # noqa: B018 - the journal keys each node's entries by them
             journal.closing = False
             journal.on_pause = self._wakeup
+            journal.on_stop = self.context.stop
             if journal.checkpoint_source is None:
                 journal.checkpoint_source = functools.partial(self.checkpoint, None)
         return journal

@@ -27,12 +27,19 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         StoreFormatError as StoreFormatError,
         StoreLockedError as StoreLockedError,
         StoreNotFoundError as StoreNotFoundError,
+        StoreUnavailableError as StoreUnavailableError,
     )
     from jianmu_bt.store.opening import (
         DEFAULT_STORE_PATH as DEFAULT_STORE_PATH,
         STORE_VARIABLE as STORE_VARIABLE,
         default_store as default_store,
         open_store as open_store,
+    )
+    from jianmu_bt.store.patience import (
+        DEFAULT_PATIENCE as DEFAULT_PATIENCE,
+        PATIENCE_VARIABLE as PATIENCE_VARIABLE,
+        default_patience as default_patience,
+        patiently as patiently,
     )
     from jianmu_bt.store.postgres import PostgresStore as PostgresStore
     from jianmu_bt.store.records import (

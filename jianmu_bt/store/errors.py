@@ -17,6 +17,7 @@ __all__ = [
     "StoreFormatError",
     "StoreLockedError",
     "StoreNotFoundError",
+    "StoreUnavailableError",
 ]
 
 
@@ -43,7 +44,13 @@ class StoreFormatError(StoreError):
         """The newest format version this program reads."""
 
 
-class StoreLockedError(StoreError):
+class StoreUnavailableError(StoreError):
+    """The store could not do it now, but may later: the connection was lost, the server is
+    restarting, the disk is full, or the database stayed busy. Retrying the same call later
+    can succeed (a write that failed this way may or may not have been committed)."""
+
+
+class StoreLockedError(StoreUnavailableError):
     """The database stayed locked or busy beyond the busy timeout."""
 
 

@@ -23,6 +23,7 @@ from jianmu_bt.store.errors import (
     StoreError,
     StoreLockedError,
     StoreNotFoundError,
+    StoreUnavailableError,
 )
 from jianmu_bt.store.sqlcommon import SQLRunStore
 from jianmu_bt.store.sqlrows import (
@@ -146,7 +147,9 @@ class PostgresStore(SQLRunStore):
             self._conn.execute(f"SET lock_timeout = {timeout_ms}")
         except self._pg.Error as exc:
             self._conn = None
-            raise StoreError(f"cannot connect to {self._location}: {self._message(exc)}") from None
+            raise StoreUnavailableError(
+                f"cannot connect to {self._location}: {self._message(exc)}"
+            ) from None
         self._cursor = ExecutingCursor(self._conn.cursor())
         return self._conn
 
@@ -179,7 +182,8 @@ class PostgresStore(SQLRunStore):
         if isinstance(exc, errors.UndefinedTable):
             return StoreCorruptError(f"{self._location} is missing a run store table: {text}")
         if isinstance(exc, self._pg.OperationalError):
-            return StoreError(f"lost the connection to {self._location}: {text}")
+            # A dropped connection, a server shutting down or restarting, a full disk.
+            return StoreUnavailableError(f"lost the connection to {self._location}: {text}")
         return StoreError(f"{self._location}: {text}")
 
     def _clock(self, cur: Cursor) -> float:

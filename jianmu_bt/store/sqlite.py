@@ -20,6 +20,7 @@ from jianmu_bt.store.errors import (
     StoreError,
     StoreLockedError,
     StoreNotFoundError,
+    StoreUnavailableError,
 )
 from jianmu_bt.store.sqlcommon import SQLRunStore
 from jianmu_bt.store.sqlrows import (
@@ -37,6 +38,9 @@ SQLITE_SCHEMA = SCHEMA.format(real="REAL", int="INTEGER", bool="INTEGER")
 """The tables of a run store file (format version 1)."""
 
 _SYNC_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
+# SQLite result codes of a write that may succeed later: SQLITE_IOERR, SQLITE_FULL (a full
+# disk, a file size limit), SQLITE_CANTOPEN (a WAL file that cannot be made now), SQLITE_PROTOCOL.
+_TRANSIENT_CODES = frozenset({10, 13, 14, 15})
 
 
 class SQLiteStore(SQLRunStore):
@@ -142,6 +146,8 @@ class SQLiteStore(SQLRunStore):
             return StoreCorruptError(f"run store {self._location} is not a usable database: {text}")
         if "no such table" in low:
             return StoreCorruptError(f"run store {self._location} is missing a table: {text}")
+        if (getattr(exc, "sqlite_errorcode", 0) & 0xFF) in _TRANSIENT_CODES:
+            return StoreUnavailableError(f"run store {self._location} cannot write now: {text}")
         return StoreError(f"run store {self._location}: {text}")
 
     @contextmanager

@@ -7,6 +7,7 @@ import pytest
 from jianmu_bt import tool
 from jianmu_bt.loader import load_tree
 from jianmu_bt.loader.durable import DurableRunError
+from jianmu_bt.runtime.journal import StoreFaultError
 from jianmu_bt.store import JournalEntry, SQLiteStore, digest_arguments
 
 CALLS: list[str] = []
@@ -256,7 +257,7 @@ root:
 """
     with (
         load_tree(tree_text, tools=[take_over, act]) as tree,
-        pytest.raises(DurableRunError, match="lost its lease"),
+        pytest.raises(StoreFaultError, match="lost its lease"),
     ):
         tree.run(store=store, run_id="R")
     assert "act after" not in CALLS
