@@ -38,8 +38,8 @@ class RunStore(ABC):
         """Insert `run` and return it as stored.
 
         In the same transaction, `checkpoint` (when given) becomes checkpoint 1 at position 0 and
-        `owner` (when given) takes the lease for `lease_seconds`. Raises RunExistsError when the
-        id is taken and ValueError for an unknown status.
+        `owner` (when given) takes the lease for `lease_seconds` with fencing token 1. Raises
+        RunExistsError when the id is taken and ValueError for an unknown status.
         """
 
     @abstractmethod
@@ -61,10 +61,12 @@ class RunStore(ABC):
         reason: str | None = None,
         *,
         release: bool = False,
+        fence: int | None = None,
     ) -> int:
         """Record progress of a run in one atomic transaction; return its last journal position.
 
-        When `owner` is given it must hold an unexpired lease (else LeaseLostError: fencing);
+        When `owner` is given it must hold an unexpired lease, taken with the fencing token
+        `fence` when given (else LeaseLostError: the write is refused);
         when None, no lease is needed but nobody may hold an unexpired one (else LeaseError).
         Appends `entries` (positions assigned in order), writes `checkpoint` at the last
         position, and sets `status` and `reason` when given; `updated` is always set. With
@@ -109,15 +111,19 @@ class RunStore(ABC):
     def acquire_lease(
         self, run_id: str, owner: str, seconds: float = 30.0, *, steal_from: str | None = None
     ) -> RunRecord:
-        """Take the run's lease for `seconds` and return the updated run.
+        """Take the run's lease for `seconds` (on the store's clock) and return the updated run,
+        whose `lease_token` (one more than the last one issued) fences the owner's writes.
 
         Succeeds when the lease is free, expired, already ours or held by exactly `steal_from`;
         otherwise raises LeaseError naming the holder and the expiry.
         """
 
     @abstractmethod
-    def renew_lease(self, run_id: str, owner: str, seconds: float = 30.0) -> RunRecord:
-        """Extend our lease to `seconds` from now (LeaseLostError when it is not ours).
+    def renew_lease(
+        self, run_id: str, owner: str, seconds: float = 30.0, *, fence: int | None = None
+    ) -> RunRecord:
+        """Extend our lease to `seconds` from now (LeaseLostError when it is not ours, or was
+        taken again since we got the fencing token `fence`).
 
         A lease of ours that expired but that nobody has taken since is renewed.
         """

@@ -27,18 +27,20 @@ from jianmu_bt.store.errors import (
 )
 from jianmu_bt.store.sqlcommon import SQLRunStore
 from jianmu_bt.store.sqlrows import (
+    FORMAT_VERSION,
     SCHEMA,
     TABLES,
     Cursor,
     ExecutingCursor,
     check_tables,
     create_tables,
+    upgrade,
 )
 
 __all__ = ["POSTGRES_SCHEMA", "PostgresStore"]
 
 POSTGRES_SCHEMA = SCHEMA.format(real="DOUBLE PRECISION", int="BIGINT", bool="BOOLEAN")
-"""The tables of a PostgreSQL run store (format version 1)."""
+"""The tables of a PostgreSQL run store (format version 2)."""
 
 _SCHEMA_LOCK = 0x6A69616E6D75  # pg_advisory_xact_lock key serialising schema creation
 _NOW = "EXTRACT(EPOCH FROM clock_timestamp())::float8"
@@ -168,7 +170,8 @@ class PostgresStore(SQLRunStore):
                 raise StoreNotFoundError(f"{self._location} has no run store (nothing to open)")
             create_tables(conn, POSTGRES_SCHEMA)
             return
-        check_tables(f"the run store in {self._location}", tables, conn)
+        if check_tables(f"the run store in {self._location}", tables, conn) < FORMAT_VERSION:
+            upgrade(conn, "BIGINT")  # under the schema lock taken above
 
     def _translate(self, exc: BaseException) -> StoreError:
         """The StoreError for a psycopg error."""

@@ -52,7 +52,8 @@ class RunRecord:
     """One run: which tree it executes, its status, its inputs, its lineage and its lease.
 
     `parent_run`/`parent_checkpoint` name the run and checkpoint it was forked from. The lease
-    (`lease_owner` until `lease_expires`) says which process drives the run.
+    (`lease_owner` until `lease_expires`, on the store's clock) says which process drives the
+    run; `lease_token` is its fencing token, raised by one each time the lease is taken.
     """
 
     run_id: str
@@ -68,6 +69,7 @@ class RunRecord:
     parent_checkpoint: int | None = None
     lease_owner: str | None = None
     lease_expires: float | None = None
+    lease_token: int = 0
 
 
 @dataclass(frozen=True, slots=True)

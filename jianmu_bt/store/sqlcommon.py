@@ -84,12 +84,14 @@ class SQLRunStore(RunStore):
 
     def _lock_run(
         self, cur: Cursor, run_id: str
-    ) -> tuple[str | None, float | None, int, int, float]:
+    ) -> tuple[str | None, float | None, int, int, float, int]:
+        """The run's lease owner, expiry, last position, last checkpoint, the time now and the
+        lease's fencing token, with the run's row locked until the transaction ends."""
         row = cur.one(self._sql["lock_run"], (run_id,))
         if row is None:
             raise self._not_found(cur, run_id)
-        owner, expires, position, seq, now = row
-        return owner, expires, position, seq, (time.time() if now is None else now)
+        owner, expires, position, seq, now, token = row
+        return owner, expires, position, seq, (time.time() if now is None else now), token
 
     def _require_run(self, cur: Cursor, run_id: str) -> None:
         if cur.one(self._sql["get_run"], (run_id,)) is None:
@@ -139,7 +141,9 @@ class SQLRunStore(RunStore):
         with self._transaction(True) as cur:
             now = self._clock(cur)
             if owner is not None:
-                run = dataclasses.replace(run, lease_owner=owner, lease_expires=now + lease_seconds)
+                run = dataclasses.replace(
+                    run, lease_owner=owner, lease_expires=now + lease_seconds, lease_token=1
+                )
             row = (*run_row(run, inputs), 0, 0 if data is None else 1)
             if not cur.run(self._sql["insert_run"], row):
                 raise RunExistsError(
@@ -187,6 +191,7 @@ class SQLRunStore(RunStore):
         reason: str | None = None,
         *,
         release: bool = False,
+        fence: int | None = None,
     ) -> int:
         """See `RunStore.append`."""
         if status is not None:
@@ -224,9 +229,13 @@ class SQLRunStore(RunStore):
             )
         data = None if checkpoint is None else check_data(checkpoint)
         with self._transaction(True) as cur:
-            holder, expires, position, seq, now = self._lock_run(cur, run_id)
+            holder, expires, position, seq, now, token = self._lock_run(cur, run_id)
             if owner is not None:
-                if holder != owner or not lease_held(holder, expires, now):
+                if (
+                    holder != owner
+                    or not lease_held(holder, expires, now)
+                    or (fence is not None and fence != token)
+                ):
                     raise self._lost(run_id, owner, holder, expires, now)
             elif holder is not None and lease_held(holder, expires, now):
                 raise self._lease_error(run_id, holder, expires, now)
@@ -327,9 +336,9 @@ class SQLRunStore(RunStore):
     # -- leases --------------------------------------------------------------------------------
 
     def _set_lease(
-        self, cur: Cursor, run_id: str, owner: str | None, expires: float | None
+        self, cur: Cursor, run_id: str, owner: str | None, expires: float | None, token: int
     ) -> RunRecord:
-        cur.run(self._sql["set_lease"], (owner, expires, run_id))
+        cur.run(self._sql["set_lease"], (owner, expires, token, run_id))
         row = cur.one(self._sql["get_run"], (run_id,))
         assert row is not None
         return run_from_row(row)
@@ -339,22 +348,24 @@ class SQLRunStore(RunStore):
     ) -> RunRecord:
         """See `RunStore.acquire_lease`."""
         with self._transaction(True) as cur:
-            holder, expires, _, _, now = self._lock_run(cur, run_id)
+            holder, expires, _, _, now, token = self._lock_run(cur, run_id)
             if lease_held(holder, expires, now) and holder not in (owner, steal_from):
                 raise self._lease_error(run_id, holder, expires, now)
-            return self._set_lease(cur, run_id, owner, now + seconds)
+            return self._set_lease(cur, run_id, owner, now + seconds, token + 1)
 
-    def renew_lease(self, run_id: str, owner: str, seconds: float = 30.0) -> RunRecord:
+    def renew_lease(
+        self, run_id: str, owner: str, seconds: float = 30.0, *, fence: int | None = None
+    ) -> RunRecord:
         """See `RunStore.renew_lease`."""
         with self._transaction(True) as cur:
-            holder, expires, _, _, now = self._lock_run(cur, run_id)
-            if holder != owner:
+            holder, expires, _, _, now, token = self._lock_run(cur, run_id)
+            if holder != owner or (fence is not None and fence != token):
                 raise self._lost(run_id, owner, holder, expires, now)
-            return self._set_lease(cur, run_id, owner, now + seconds)
+            return self._set_lease(cur, run_id, owner, now + seconds, token)
 
     def release_lease(self, run_id: str, owner: str) -> None:
         """See `RunStore.release_lease`."""
         with self._transaction(True) as cur:
             row = cur.one(self._sql["lock_run"], (run_id,))
             if row is not None and row[0] == owner:
-                cur.run(self._sql["set_lease"], (None, None, run_id))
+                cur.run(self._sql["set_lease"], (None, None, row[5], run_id))

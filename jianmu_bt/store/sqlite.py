@@ -11,7 +11,7 @@ import contextlib
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -24,18 +24,20 @@ from jianmu_bt.store.errors import (
 )
 from jianmu_bt.store.sqlcommon import SQLRunStore
 from jianmu_bt.store.sqlrows import (
+    FORMAT_VERSION,
     SCHEMA,
     TABLES,
     Cursor,
     ExecutingCursor,
     check_tables,
     create_tables,
+    upgrade,
 )
 
 __all__ = ["SQLITE_SCHEMA", "SQLiteStore"]
 
 SQLITE_SCHEMA = SCHEMA.format(real="REAL", int="INTEGER", bool="INTEGER")
-"""The tables of a run store file (format version 1)."""
+"""The tables of a run store file (format version 2)."""
 
 _SYNC_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
 # SQLite result codes of a write that may succeed later: SQLITE_IOERR, SQLITE_FULL (a full
@@ -113,25 +115,33 @@ class SQLiteStore(SQLRunStore):
         """Check the file is a run store this program reads; create the tables in a new one."""
         rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
         tables = {row[0] for row in rows}
+        found = FORMAT_VERSION
         if tables:
-            check_tables(f"run store {self._location}", tables, conn)
+            found = check_tables(f"run store {self._location}", tables, conn)
         elif not create:
             raise StoreCorruptError(
                 f"run store {self._location} is an empty database, not a jianmu run store"
             )
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {sync}")
+        if found < FORMAT_VERSION:
+            self._write_once(conn, lambda: upgrade(conn, "INTEGER"))
         if not tables:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                create_tables(conn, SQLITE_SCHEMA)
-                conn.execute("COMMIT")
-            except BaseException:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-                raise
+            self._write_once(conn, lambda: create_tables(conn, SQLITE_SCHEMA))
             # Another process may have created the store meanwhile: check what is there now.
             check_tables(f"run store {self._location}", TABLES, conn)
+
+    @staticmethod
+    def _write_once(conn: sqlite3.Connection, write: Callable[[], None]) -> None:
+        """Run `write` in one transaction holding the file's write lock."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            write()
+            conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise
 
     def _translate(self, exc: sqlite3.Error) -> StoreError:
         """The StoreError for an sqlite3 error."""

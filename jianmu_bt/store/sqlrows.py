@@ -36,10 +36,12 @@ __all__ = [
     "lease_held",
     "run_from_row",
     "run_row",
+    "upgrade",
 ]
 
-FORMAT_VERSION = 1
-"""The store format this program writes and reads (kept in the `meta` table)."""
+FORMAT_VERSION = 2
+"""The store format this program writes and reads (kept in the `meta` table). Format 1 lacked
+`runs.lease_token`; a format-1 store is upgraded in place when opened (see `upgrade`)."""
 
 ALL_POSITIONS = 2**62
 """A journal position above every real one ("no upper bound")."""
@@ -50,7 +52,7 @@ CREATE TABLE IF NOT EXISTS runs (
     started {real} NOT NULL, updated {real} NOT NULL, tree_path TEXT NOT NULL DEFAULT '',
     tree_digest TEXT NOT NULL DEFAULT '', inputs TEXT NOT NULL DEFAULT '{{}}',
     reason TEXT NOT NULL DEFAULT '', parent_run TEXT, parent_checkpoint {int},
-    lease_owner TEXT, lease_expires {real},
+    lease_owner TEXT, lease_expires {real}, lease_token {int} NOT NULL DEFAULT 0,
     last_position {int} NOT NULL DEFAULT 0, last_seq {int} NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS runs_started ON runs (started);
@@ -68,7 +70,7 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)
 """
-"""The tables of a run store (format version 1), with the dialect's column types to fill in:
+"""The tables of a run store (format version 2), with the dialect's column types to fill in:
 `{real}` (epoch seconds), `{int}` (positions, sequence numbers) and `{bool}`."""
 
 TABLES = ("runs", "journal", "checkpoints", "meta")
@@ -90,16 +92,18 @@ _PROGRESS = (
 
 STATEMENTS = {
     "insert_run": f"INSERT INTO runs ({_RUN}, last_position, last_seq) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING",
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING",
     "get_run": f"SELECT {_RUN} FROM runs WHERE run_id = ?",
-    "lock_run": "SELECT lease_owner, lease_expires, last_position, last_seq, {now} "
+    "lock_run": "SELECT lease_owner, lease_expires, last_position, last_seq, {now}, "
+    "lease_token "
     "FROM runs WHERE run_id = ?{lock}",
     "runs": f"SELECT {_RUN} FROM runs ORDER BY started DESC, run_id DESC",
     "runs_limit": f"SELECT {_RUN} FROM runs ORDER BY started DESC, run_id DESC LIMIT ?",
     "recent": "SELECT run_id FROM runs ORDER BY started DESC, run_id DESC LIMIT 5",
     "update_run": f"{_PROGRESS} WHERE run_id = ?",
     "release_run": f"{_PROGRESS}, lease_owner = NULL, lease_expires = NULL WHERE run_id = ?",
-    "set_lease": "UPDATE runs SET lease_owner = ?, lease_expires = ? WHERE run_id = ?",
+    "set_lease": "UPDATE runs SET lease_owner = ?, lease_expires = ?, lease_token = ? "
+    "WHERE run_id = ?",
     "delete_run": "DELETE FROM runs WHERE run_id = ?",
     "insert_entry": f"INSERT INTO journal (run_id, {_ENTRY}) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -265,9 +269,10 @@ def check_data(checkpoint: Any) -> str:
     return dumps(checkpoint)
 
 
-def check_format(where: str, value: Any) -> None:
+def check_format(where: str, value: Any) -> int:
     """Refuse a store whose `format_version` (`value`, from its meta table) is missing or newer
-    than this program reads; `where` names the store ("run store /path/runs.db")."""
+    than this program reads; `where` names the store ("run store /path/runs.db"). Returns the
+    version found."""
     text = "" if value is None else str(value).strip()
     if not text.isdigit():
         raise StoreCorruptError(f"{where} has no valid format_version in its meta table")
@@ -278,6 +283,7 @@ def check_format(where: str, value: Any) -> None:
             found=int(text),
             supported=FORMAT_VERSION,
         )
+    return int(text)
 
 
 def iter_statements(script: str) -> Iterator[str]:
@@ -293,20 +299,40 @@ _WRITE_FORMAT = (
 )
 
 
-def check_tables(where: str, tables: Collection[str], conn: Executes) -> None:
+def check_tables(where: str, tables: Collection[str], conn: Executes) -> int:
     """Refuse an existing database that is not a run store this program reads (StoreCorruptError,
     StoreFormatError): `tables` (those of SCHEMA it has) without `meta`, a missing or newer
-    format version, or a missing table. `where` names the store in messages."""
+    format version, or a missing table. `where` names the store in messages. Returns the format
+    version found (older ones are upgraded with `upgrade`)."""
     if "meta" not in tables:
         raise StoreCorruptError(
             f"{where} is not a jianmu run store (it has tables {', '.join(sorted(tables))} "
             "but no meta table)"
         )
     row = conn.execute(_READ_FORMAT, ()).fetchone()
-    check_format(where, row[0] if row else None)
+    found = check_format(where, row[0] if row else None)
     missing = [name for name in TABLES if name not in tables]
     if missing:
         raise StoreCorruptError(f"{where} is missing tables: {', '.join(missing)}")
+    return found
+
+
+_UPGRADES = {
+    1: ["ALTER TABLE runs ADD COLUMN lease_token {int} NOT NULL DEFAULT 0"],
+}
+"""The statements that bring a store from each older format to the next one."""
+
+
+def upgrade(conn: Executes, int_type: str) -> None:
+    """Bring the store to FORMAT_VERSION, inside the caller's write transaction (which must
+    hold the database's write lock: two processes opening an old store upgrade it once)."""
+    row = conn.execute(_READ_FORMAT, ()).fetchone()
+    found = int(row[0]) if row else FORMAT_VERSION
+    for version in range(found, FORMAT_VERSION):
+        for statement in _UPGRADES[version]:
+            conn.execute(statement.format(int=int_type), ())
+    if found < FORMAT_VERSION:
+        conn.execute(f"UPDATE meta SET value = '{FORMAT_VERSION}' WHERE key = 'format_version'", ())
 
 
 def create_tables(conn: Executes, schema: str) -> None:

@@ -202,3 +202,21 @@ def test_processes_racing_for_leases_exactly_one_wins_each(store, location, tmp_
         winners = [owner for owner, won in results.items() if i in won]
         assert len(winners) == 1, (i, results)
         assert store.get_run(f"race-{i}").lease_owner == winners[0]
+
+
+def test_fencing_tokens_rise_with_every_taking_and_fence_writes(store):
+    created = store.create_run(make_run("r1"), owner="a", lease_seconds=60)
+    assert created.lease_token == 1 and store.get_run("r1").lease_token == 1
+    store.append("r1", "a", [entry("x")], fence=1)
+    assert store.renew_lease("r1", "a", 60, fence=1).lease_token == 1  # renewing keeps it
+    store.release_lease("r1", "a")
+    again = store.acquire_lease("r1", "a", 60)  # the same owner name, taken again
+    assert again.lease_token == 2
+    before = snapshot(store, "r1")
+    with pytest.raises(LeaseLostError):  # a write fenced by the first taking is refused
+        store.append("r1", "a", [entry("y")], fence=1)
+    with pytest.raises(LeaseLostError):
+        store.renew_lease("r1", "a", 60, fence=1)
+    assert snapshot(store, "r1") == before
+    assert store.append("r1", "a", [entry("y")], fence=2) == 2
+    assert store.acquire_lease("r1", "b", 60, steal_from="a").lease_token == 3

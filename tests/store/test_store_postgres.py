@@ -32,7 +32,7 @@ def test_creates_tables_in_an_empty_database(postgres_dsn):
         store.create_run(make_run("r1"))
     with psycopg.connect(postgres_dsn) as conn:
         version = conn.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone()
-    assert version == ("1",)
+    assert version == ("2",)
 
 
 def test_unreachable_server_message_has_no_password():
@@ -65,7 +65,7 @@ def test_empty_database_with_create_false(postgres_dsn):
 def test_newer_format_is_refused(postgres_store_dsn):
     with psycopg.connect(postgres_store_dsn) as conn:
         conn.execute("UPDATE meta SET value = '3' WHERE key = 'format_version'")
-    with pytest.raises(StoreFormatError, match="store format 3; this program reads format 1"):
+    with pytest.raises(StoreFormatError, match="store format 3; this program reads format 2"):
         PostgresStore(postgres_store_dsn)
 
 

@@ -19,6 +19,7 @@ from jianmu_bt.store import (
     StoreNotFoundError,
     open_store,
 )
+from jianmu_bt.store.sqlite import SQLITE_SCHEMA
 
 
 def digest(path) -> str:
@@ -33,7 +34,7 @@ def test_creates_parent_folders_and_uses_wal(tmp_path):
         assert store.location == str(path)
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert conn.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone() == ("1",)
+    assert conn.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone() == ("2",)
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert {"runs", "journal", "checkpoints", "meta"} <= tables
     conn.close()
@@ -131,14 +132,14 @@ def test_newer_format_is_refused_unchanged(tmp_path):
     with SQLiteStore(path) as store:
         store.create_run(make_run("r1"))
     conn = sqlite3.connect(path)
-    conn.execute("UPDATE meta SET value = '2' WHERE key = 'format_version'")
+    conn.execute("UPDATE meta SET value = '3' WHERE key = 'format_version'")
     conn.commit()
     conn.execute("PRAGMA journal_mode = DELETE")  # opening must not switch it back to WAL
     conn.close()
     before = digest(path)
-    with pytest.raises(StoreFormatError, match="store format 2; this program reads format 1") as e:
+    with pytest.raises(StoreFormatError, match="store format 3; this program reads format 2") as e:
         SQLiteStore(path)
-    assert (e.value.found, e.value.supported) == (2, 1)
+    assert (e.value.found, e.value.supported) == (3, 2)
     assert digest(path) == before
 
 
@@ -233,3 +234,25 @@ def test_jianmu_store_names_the_default_store(monkeypatch, tmp_path):
     assert default_store() == tmp_path / ".jianmu" / "runs.db"
     monkeypatch.setenv("JIANMU_STORE", "postgresql://db/runs")
     assert default_store() == "postgresql://db/runs"
+
+
+def test_a_format_1_store_is_upgraded_in_place_keeping_its_runs(tmp_path):
+    path = tmp_path / "runs.db"
+    old_schema = SQLITE_SCHEMA.replace(" lease_token INTEGER NOT NULL DEFAULT 0,", "")
+    assert old_schema != SQLITE_SCHEMA
+    conn = sqlite3.connect(path)
+    conn.executescript(old_schema)
+    conn.execute("INSERT INTO meta (key, value) VALUES ('format_version', '1')")
+    conn.execute(
+        "INSERT INTO runs (run_id, tree, status, started, updated, lease_owner, lease_expires) "
+        "VALUES ('old', 't', 'paused', 1, 2, NULL, NULL)"
+    )
+    conn.commit()
+    conn.close()
+    with SQLiteStore(path) as store:
+        run = store.get_run("old")
+        assert (run.status, run.lease_token) == ("paused", 0)
+        assert store.acquire_lease("old", "a", 60).lease_token == 1
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone() == ("2",)
+    conn.close()
