@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from jianmu_bt.store.codec import canonical
+
 __all__ = [
     "CALL_KINDS",
     "CALL_STATUSES",
@@ -114,14 +116,15 @@ class Checkpoint:
 def digest_arguments(tool: str, arguments: Any) -> str:
     """The first 32 hex digits of the SHA-256 of `[tool, arguments]` as canonical JSON.
 
-    Keys are sorted and values JSON cannot represent are written as their `str()`, so equal
-    arguments give equal digests whatever their key order.
+    Canonical: the run's typed encoding (`jianmu_bt.store.codec.canonical`) with keys and set
+    members sorted, so equal arguments give equal digests whatever their order, also after a
+    round trip through the store; plain JSON arguments keep the digest of
+    `json.dumps([tool, arguments], sort_keys=True, separators=(",", ":"), ensure_ascii=False)`.
+    Arguments a run cannot record are refused (UnrecordableValueError naming `arguments[...]`).
     """
-    text = _CANONICAL([tool, arguments])
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+    text = f"[{_CANONICAL(tool)},{canonical(arguments, 'arguments')}]"
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 # Built once (`json.dumps` with options makes a new encoder per call): a digest per journal row.
-_CANONICAL = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
-).encode
+_CANONICAL = json.JSONEncoder(ensure_ascii=False).encode

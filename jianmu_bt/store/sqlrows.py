@@ -7,11 +7,12 @@ The statements use `?` placeholders, `{now}` (the dialect's clock, or NULL for t
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Collection, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from jianmu_bt.store import codec
+from jianmu_bt.store.codec import loads
 from jianmu_bt.store.errors import StoreCorruptError, StoreFormatError
 from jianmu_bt.store.records import RUN_STATUSES, Checkpoint, JournalEntry, RunRecord
 
@@ -186,23 +187,11 @@ class ExecutingCursor:
         self._target.executemany(sql, rows)
 
 
-# Built once: `json.dumps` with options makes a new encoder per call, and a durable run encodes
-# a few JSON documents per journal write.
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
-_ENCODE_ASCII = json.JSONEncoder(separators=(",", ":"), default=str).encode
-
-
 def dumps(value: Any) -> str:
-    """Compact JSON text of `value`; values JSON cannot represent are written as their `str()`."""
-    if value is None:  # the result of every `running` row
-        return "null"
-    text = _ENCODE(value)
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:  # lone surrogates: keep them as \\u escapes
-            text = _ENCODE_ASCII(value)
-    return text
+    """Compact JSON text of `value` in the run's typed encoding (`jianmu_bt.store.codec`): JSON
+    values as they are, others tagged so that they read back equal; a value without an exact
+    form is refused (UnrecordableValueError, a TypeError naming where it is and its type)."""
+    return codec.dumps(value)
 
 
 def format_time(moment: float, now: float) -> str:
@@ -220,7 +209,7 @@ def lease_held(lease_owner: str | None, lease_expires: float | None, now: float)
 def run_from_row(row: Sequence[Any]) -> RunRecord:
     """The RunRecord of a `runs` row selected in `run_id … lease_expires` order."""
     values = dict(zip(_RUN_FIELDS, row, strict=False))
-    values["inputs"] = json.loads(values["inputs"])
+    values["inputs"] = loads(values["inputs"])
     return RunRecord(**values)
 
 
@@ -233,10 +222,10 @@ def entry_from_row(row: Sequence[Any]) -> JournalEntry:
         kind,
         node,
         tool,
-        json.loads(arguments),
+        loads(arguments),
         digest,
         status,
-        json.loads(result),
+        loads(result),
         bool(row[10]),
         bool(row[11]),
         position,
@@ -246,7 +235,7 @@ def entry_from_row(row: Sequence[Any]) -> JournalEntry:
 
 def checkpoint_from_row(row: Sequence[Any]) -> Checkpoint:
     """The Checkpoint of a `checkpoints` row (`run_id, seq, created, position, data`)."""
-    return Checkpoint(row[0], row[1], row[2], row[3], json.loads(row[4]))
+    return Checkpoint(row[0], row[1], row[2], row[3], loads(row[4]))
 
 
 def run_row(run: RunRecord, inputs: str) -> tuple[Any, ...]:

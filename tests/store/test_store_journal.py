@@ -51,13 +51,15 @@ def test_append_sets_created_when_zero(store):
     assert store.journal_log("r1")[0].created > 0
 
 
-def test_values_json_cannot_represent_are_stored_as_text(store):
+def test_values_json_cannot_represent_come_back_equal_and_others_are_refused(store):
     store.create_run(make_run("r1"))
     moment = datetime.datetime(2026, 1, 2, 3, 4, 5)
     store.append("r1", None, [entry("a", arguments={"when": moment}, result=moment)])
     (got,) = store.journal_log("r1")
-    assert got.arguments == {"when": str(moment)}
-    assert got.result == str(moment)
+    assert got.arguments == {"when": moment} and got.result == moment
+    with pytest.raises(TypeError, match=r"output\['at'\] is of type object"):
+        store.append("r1", None, [entry("b", result={"output": {"at": object()}})])
+    assert len(store.journal_log("r1")) == 1  # nothing of the refused write was recorded
 
 
 def test_append_writes_checkpoint_at_last_position_and_status(store):

@@ -47,7 +47,11 @@ def test_digest_is_canonical_json_sha256_prefix():
     assert digest_arguments("write", {"a": "建木", "b": [1, {"x": 1, "y": 2}]}) == expected
     assert digest_arguments("read", arguments) != expected
     assert len(expected) == 32
-    assert digest_arguments("t", {"s": {1}}) == digest_arguments("t", {"s": "{1}"})
+    # typed values have digests of their own, equal for equal values (a set in any order)
+    assert digest_arguments("t", {"s": {1}}) != digest_arguments("t", {"s": "{1}"})
+    assert digest_arguments("t", {"s": {"b", "a", "c"}}) == digest_arguments(
+        "t", {"s": {"c", "a", "b"}}
+    )
 
 
 def test_records_are_frozen_with_slots_and_defaults():
