@@ -23,14 +23,14 @@ import contextlib
 import json
 import multiprocessing.util
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from jianmu_bt.llm.scripted import ScriptedProvider
 from jianmu_bt.loader import TreeLoadError, load_tree
-from jianmu_bt.loader.durable import LEASE_SECONDS, DurableRunError
-from jianmu_bt.runtime.journal import owner_is_dead
+from jianmu_bt.loader.durable import DurableRunError
+from jianmu_bt.runtime.lease import heartbeat_seconds, owner_is_dead
 from jianmu_bt.sandbox.ray_runner import require_ray
 from jianmu_bt.sandbox.ray_waits import run_with_released_cpus
 from jianmu_bt.store import RunExistsError, RunNotFoundError, RunStore, StoreError, open_store
@@ -44,7 +44,7 @@ class WorkerSpec:
     tree_digest: str
     store: str
     timeout: float | None = None
-    lease_wait: float = LEASE_SECONDS + 5.0
+    lease_wait: float = field(default_factory=lambda: 2 * heartbeat_seconds() + 5.0)
 
 
 _trees: dict[tuple[str, str], Any] = {}

@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from jianmu_bt.runtime import RunResult, StateManager, TreeRunner
-from jianmu_bt.runtime.journal import (
-    WAITING_CALL,
-    RunJournal,
-    StoreFaultError,
+from jianmu_bt.runtime.journal import WAITING_CALL, RunJournal, StoreFaultError
+from jianmu_bt.runtime.lease import (
+    heartbeat_seconds,
+    mark_ended,
+    mark_live,
     new_lease_owner,
     owner_is_dead,
 )
@@ -37,7 +38,6 @@ from jianmu_bt.store import (
     patiently,
 )
 
-LEASE_SECONDS = 30.0
 DENIED_ERROR = "Error: a reviewer denied this call; it did not run"
 SKIPPED_ERROR = (
     "Error: skipped: this call was in flight when the run stopped and a reviewer chose not to "
@@ -83,6 +83,10 @@ class DurableRun:
         self.run_id = run_id
         self.hold = hold
         self.owner = new_lease_owner()
+        #: Seconds between lease renewals; the lease lasts two of them.
+        self.heartbeat = heartbeat_seconds()
+        #: The fencing token of our lease (from the store, when it is taken).
+        self.fence: int | None = None
         self.journal: RunJournal | None = None
         self.previous_status = "running"
         #: Seconds a write waits for an unavailable store before the run stops.
@@ -103,9 +107,11 @@ class DurableRun:
             tree_digest=tree.digest,
             inputs=inputs,
         )
-        self.store.create_run(
-            record, self.checkpoint(), owner=self.owner, lease_seconds=LEASE_SECONDS
+        mark_live(self.owner)  # until finish/abandon: no other run of this process takes it
+        created = self.store.create_run(
+            record, self.checkpoint(), owner=self.owner, lease_seconds=2 * self.heartbeat
         )
+        self.fence = created.lease_token
         self._attach(())
 
     def resume(self, approve: Iterable[str] = (), deny: Iterable[str] = ()) -> None:
@@ -120,15 +126,23 @@ class DurableRun:
                 f"digest {self.tree.digest[:12]}, the run's is {run.tree_digest[:12]}); resume it "
                 "with the file as it was, or start a new run"
             )
+        self._decisions(approve, deny)  # refused before anything is written
         steal = run.lease_owner if owner_is_dead(run.lease_owner) else None
+        mark_live(self.owner)
         try:
-            self.store.acquire_lease(self.run_id, self.owner, LEASE_SECONDS, steal_from=steal)
+            taken = self.store.acquire_lease(
+                self.run_id, self.owner, 2 * self.heartbeat, steal_from=steal
+            )
         except LeaseError as exc:
+            mark_ended(self.owner)
             raise DurableRunError(
                 f"run {self.run_id} is being run by another process: {exc}"
             ) from None
+        self.fence = taken.lease_token
         try:
-            self._decide(list(approve), list(deny))
+            decisions = self._decisions(approve, deny)  # as the journal is now, ours
+            if decisions:
+                self.store.append(self.run_id, self.owner, decisions, fence=self.fence)
             first = self.store.checkpoint(self.run_id, 1)  # the initial state
             latest = self.store.latest_checkpoint(self.run_id)
             self.tree.state.restore(first.data.get("state") or {})
@@ -137,16 +151,20 @@ class DurableRun:
             if isinstance(saved, list) and len(saved) == len(guards):
                 for guard, snapshot in zip(guards, saved, strict=True):
                     guard.restore(snapshot)
-            self.store.append(self.run_id, self.owner, status="running", reason="")
+            self.store.append(
+                self.run_id, self.owner, status="running", reason="", fence=self.fence
+            )
             self._attach(self.store.journal(self.run_id))
         except BaseException:
-            self.store.release_lease(self.run_id, self.owner)
+            self._release()
             raise
 
-    def _decide(self, approve: list[str], deny: list[str]) -> None:
-        """Record the reviewers' decisions on held and in-doubt calls, bound to the arguments."""
+    def _decisions(self, approve: Iterable[str], deny: Iterable[str]) -> list[JournalEntry]:
+        """The journal rows of the reviewers' decisions on held and in-doubt calls (bound to
+        their arguments); DurableRunError for a call that does not wait or a conflict."""
+        approve, deny = list(approve), list(deny)
         if not approve and not deny:
-            return
+            return []
         waiting = [e for e in self.store.journal(self.run_id) if e.status in WAITING_CALL]
         every = "all" in approve
         rows: list[JournalEntry] = []
@@ -171,8 +189,7 @@ class DurableRun:
                 rows.append(_with(entry, status, result))
             elif every or any(_names(entry, c) for c in approve):
                 rows.append(_with(entry, "approved", None))
-        if rows:
-            self.store.append(self.run_id, self.owner, rows)
+        return rows
 
     def _attach(self, recorded: Iterable[JournalEntry]) -> None:
         self.journal = RunJournal(
@@ -181,7 +198,8 @@ class DurableRun:
             self.owner,
             recorded=recorded,
             hold=self.hold,
-            lease_seconds=LEASE_SECONDS,
+            heartbeat=self.heartbeat,
+            fence=self.fence,
             patience=self.patience,
         )
         context = self.tree.runner.context
@@ -205,11 +223,14 @@ class DurableRun:
                 # Replay could not go on as recorded, or the lease was lost: the run stays as
                 # it was, resumable (a lost lease may refuse even this write).
                 with contextlib.suppress(StoreError):
-                    self.store.append(self.run_id, self.owner, status=self.previous_status)
+                    self.store.append(
+                        self.run_id, self.owner, status=self.previous_status, fence=self.fence
+                    )
                 raise DurableRunError(journal.fault)
             self._record_end(result)
             released = True
         finally:
+            mark_ended(self.owner)
             if not released:
                 self._release()
         result.run_id = self.run_id
@@ -229,18 +250,19 @@ class DurableRun:
                     status=result.run_status,
                     reason=result.reason,
                     release=True,
+                    fence=self.fence,
                 ),
                 self.patience,
             )
-        except LeaseLostError:
-            # A first try committed before its connection was cut: the end is recorded.
+        except StoreError as exc:
+            # A try that committed before its connection was cut (a retry then finds the lease
+            # gone): the end is recorded after all, if the store answers.
             with contextlib.suppress(StoreError):
                 run = store.get_run(run_id)
                 if run.status == result.run_status and run.lease_owner is None:
                     return
-            raise self._fault(result, "its lease was lost") from None
-        except StoreError as exc:
-            raise self._fault(result, str(exc)) from None
+            why = "its lease was lost" if isinstance(exc, LeaseLostError) else str(exc)
+            raise self._fault(result, why) from None
 
     def _fault(self, result: RunResult, why: str) -> StoreFaultError:
         return StoreFaultError(
@@ -252,6 +274,7 @@ class DurableRun:
 
     def _release(self) -> None:
         """Free the lease; a store that is unavailable lets it expire instead."""
+        mark_ended(self.owner)
         with contextlib.suppress(StoreError):
             self.store.release_lease(self.run_id, self.owner)
 

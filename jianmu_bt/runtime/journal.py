@@ -16,16 +16,19 @@ has no side effects or its tool is idempotent, and is otherwise `in_doubt`: held
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import time
-import uuid
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from jianmu_bt.runtime.context import RunStopped
+from jianmu_bt.runtime.lease import (
+    Heartbeat,
+    heartbeat_seconds,
+    new_lease_owner as new_lease_owner,  # its older home
+    owner_is_dead as owner_is_dead,  # its older home
+)
 from jianmu_bt.store import LeaseLostError, StoreError, StoreUnavailableError, patiently
 from jianmu_bt.store.patience import DEFAULT_PATIENCE
 
@@ -59,39 +62,6 @@ class JournalMismatchError(RuntimeError):
     tree, its tools or its inputs changed since the run began."""
 
 
-def new_lease_owner() -> str:
-    """A lease owner name that tells which host and process holds a run: `host:pid:nonce`."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-def owner_is_dead(owner: str | None) -> bool:
-    """True when `owner` (from `new_lease_owner`) is a process of this host that has ended."""
-    if not owner:
-        return False
-    host, _, rest = owner.partition(":")
-    pid_text = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid_text.isdigit():
-        return False
-    pid = int(pid_text)
-    if pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return _is_zombie(pid)
-
-
-def _is_zombie(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return False
-
-
 class RunJournal:
     """The journal of one durable run, as the nodes of the running process see it.
 
@@ -109,7 +79,8 @@ class RunJournal:
         *,
         recorded: Iterable[JournalEntry] = (),
         hold: str = "wait",
-        lease_seconds: float = 30.0,
+        heartbeat: float | None = None,
+        fence: int | None = None,
         patience: float = DEFAULT_PATIENCE,
     ) -> None:
         if hold not in ("wait", "pause"):
@@ -118,7 +89,10 @@ class RunJournal:
         self.run_id = run_id
         self.owner = owner
         self.hold = hold
-        self.lease_seconds = lease_seconds
+        #: Seconds between lease renewals (`$JIANMU_HEARTBEAT`, else 2); the lease lasts two.
+        self.heartbeat = heartbeat_seconds() if heartbeat is None else heartbeat
+        #: The fencing token of our lease: every write is refused once the run was taken again.
+        self.fence = fence
         #: Seconds a write waits for an unavailable store before the run stops.
         self.patience = patience
         self._recorded: dict[str, JournalEntry] = {entry.key: entry for entry in recorded}
@@ -171,10 +145,11 @@ class RunJournal:
             raise RunStopped(self.stopped)
         source = self.checkpoint_source
         checkpoint = source(full) if source is not None else None
-        store, run_id, owner = self.store, self.run_id, self.owner
+        store, run_id, owner, fence = self.store, self.run_id, self.owner, self.fence
         try:
             patiently(
-                lambda: store.append(run_id, owner, entries, checkpoint=checkpoint), self.patience
+                lambda: store.append(run_id, owner, entries, checkpoint=checkpoint, fence=fence),
+                self.patience,
             )
         except LeaseLostError as exc:  # another process drives the run now: record nothing
             raise RunStopped(self.stop(f"run {run_id} stopped: it lost its lease: {exc}")) from None
@@ -184,7 +159,6 @@ class RunJournal:
             ) from None
         for entry in entries:
             self._recorded[entry.key] = entry
-        self._renew_if_due()
 
     def stop(self, reason: str) -> StoreFaultError:
         """Stop the run at once for `reason` (its store or lease failed): no further write, no
@@ -200,16 +174,17 @@ class RunJournal:
             self.on_stop(self.stopped)
         return self.stopped
 
-    def _renew_if_due(self) -> None:
-        if time.monotonic() - self._renewed > self.lease_seconds / 3:
-            self._renew()
+    @property
+    def lease_seconds(self) -> float:
+        """How long the lease lasts from each renewal: two heartbeats."""
+        return 2 * self.heartbeat
 
-    def _renew(self) -> bool:
-        """Renew the lease; False when it is lost (the run is then stopped) or cannot be
-        renewed before it expires."""
+    def renew(self) -> bool:
+        """Renew the lease (from the heartbeat's thread); False when the run was stopped because
+        the lease was lost, or could not be renewed before it expired."""
         started = time.monotonic()
         try:
-            self.store.renew_lease(self.run_id, self.owner, self.lease_seconds)
+            self.store.renew_lease(self.run_id, self.owner, self.lease_seconds, fence=self.fence)
         except StoreUnavailableError as exc:
             if started - self._renewed < self.lease_seconds:
                 return True  # the lease still holds: try again at the next beat
@@ -224,16 +199,12 @@ class RunJournal:
         self._renewed = started
         return True
 
-    async def keep_lease(self) -> None:
-        """Renew the lease while the run lives (started by the runner; cancelled at its end).
-
-        A lease that is lost (another process took the run over, the run is gone) or runs out
-        while the store is unavailable stops the run at once without recording anything.
-        """
-        while self.stopped is None:
-            await anyio.sleep(self.lease_seconds / 3)
-            if not self._renew():
-                return
+    def keep_lease(self) -> Heartbeat:
+        """The heartbeat that renews the lease while the run lives (the runner enters it around
+        the run): a lease that is lost, or runs out while the store is unavailable, stops the
+        run at once without recording anything."""
+        self._renewed = time.monotonic()
+        return Heartbeat(self.owner, self.heartbeat, self.renew)
 
     # -- calls in flight and pausing -------------------------------------------------------
 

@@ -17,7 +17,7 @@ import functools
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
@@ -40,11 +40,8 @@ from jianmu_bt.runtime.state import StateManager
 from jianmu_bt.runtime.task_groups import (
     LOOP_TASKS,
     DeferredStarts,
-    LoopTaskGroup,
     create_task_group,
     on_asyncio,
-    start_soon,
-    within,
 )
 from jianmu_bt.runtime.wakeup import Wakeup
 
@@ -233,15 +230,14 @@ class TreeRunner:
         wake.open()
         status = Status.FAILURE
         try:
-            # A group only for the lease of a durable run, or for the work off asyncio.
-            needs_group = journal is not None or not on_asyncio()
+            # A group only for the work off asyncio.
+            needs_group = not on_asyncio()
             async with create_task_group() if needs_group else LOOP_TASKS as task_group:
                 self.context.attach(task_group, wake)
-                lease = None
-                if journal is not None:  # not a node's work: it must not count as in flight
-                    lease = anyio.CancelScope()
-                    group = cast(LoopTaskGroup, task_group)  # made: needs_group
-                    start_soon(group, within, lease, journal.keep_lease)
+                # A durable run's lease is renewed from a thread while the run lives.
+                lease = journal.keep_lease() if journal is not None else None
+                if lease is not None:
+                    lease.__enter__()
                 try:
                     with NO_DEADLINE if timeout is None else anyio.move_on_after(timeout) as limit:
                         # The cap is for ticks no work asked for: a run whose ticks all follow
@@ -295,9 +291,11 @@ class TreeRunner:
                     if journal is not None:
                         journal.closing = True
                     self.halt()  # cancels every task the nodes started
-                    if lease is not None:
-                        lease.cancel()
-                    await self.context.settle()
+                    try:
+                        await self.context.settle()
+                    finally:
+                        if lease is not None:  # after the work: its last writes need the lease
+                            lease.__exit__(None, None, None)
             self._raise_escaped()  # also one raised by work cleaning up after the last tick
         finally:
             self.context.attach(outer_group, outer_wake)
