@@ -71,7 +71,9 @@ def _run(command: list[str], cwd: Path, what: str) -> None:
 
 
 def start_postgres(tmp_root: str | Path | None = None) -> tuple[str, Callable[[], None]]:
-    """Start a throwaway server; return its DSN (database `postgres`) and a `stop()` function.
+    """Start a throwaway server; return its DSN (database `postgres`) and a `stop()` function
+    (which also carries `stop.halt()`, the server going down as a crash would, and
+    `stop.restart()`, the same server back on its port, for fault tests).
 
     The server's folder is made under `tmp_root` (the system temporary folder when None); when
     running as root every folder above it must be searchable by the `postgres` user. Raises
@@ -144,6 +146,14 @@ def start_postgres(tmp_root: str | Path | None = None) -> tuple[str, Callable[[]
             _run([*pg_ctl, "-m", "immediate", "-w", "stop"], root, "pg_ctl stop")
         shutil.rmtree(root, ignore_errors=True)
 
+    def halt() -> None:  # the server goes down (as a crash would); its files stay
+        _run([*pg_ctl, "-m", "immediate", "-w", "stop"], root, "pg_ctl stop")
+
+    def restart() -> None:  # the same server back on the same port
+        _run([*pg_ctl, "-l", str(log), "-o", options, "-w", "-t", "60", "start"], root, "start")
+
+    stop.halt = halt  # type: ignore[attr-defined]
+    stop.restart = restart  # type: ignore[attr-defined]
     return f"postgresql://postgres@127.0.0.1:{port}/postgres", stop
 
 
