@@ -39,6 +39,8 @@ def default_patience() -> float:
     if not value >= 0:
         raise ValueError(f"{PATIENCE_VARIABLE}={text!r}: give a number of seconds >= 0")
     return value
+
+
 _LONGEST_WAIT = 1.0
 
 
