@@ -106,19 +106,19 @@ def _adapter(annotation: Any) -> TypeAdapter[Any]:
     return TypeAdapter(annotation)
 
 
-def _check_default(annotation: Any, default: Any, valid: set[tuple[Any, type, Any]]) -> None:
-    """Validate `default` against `annotation` (ValidationError if it does not fit), once per
-    distinct hashable value: many fields of a file share a default (0, "", false) and a type.
-    `valid` holds what this build checked already (its type too: 1, 1.0 and True are equal)."""
+def _check_default(annotation: Any, default: Any, valid: dict[tuple[Any, type, Any], Any]) -> Any:
+    """`default` validated against `annotation` (ValidationError if it does not fit): what an
+    input equal to it becomes (a `number` field's default 3 is 3.0). Checked once per distinct
+    hashable value: many fields of a file share a default (0, "", false) and a type. `valid`
+    holds what this build checked already (its type too: 1, 1.0 and True are equal)."""
     try:
         key = (annotation, type(default), default)
         hash(key)
     except TypeError:  # a list or dict default: checked each time
-        _adapter(annotation).validate_python(default)
-        return
+        return _adapter(annotation).validate_python(default)
     if key not in valid:
-        _adapter(annotation).validate_python(default)
-        valid.add(key)
+        valid[key] = _adapter(annotation).validate_python(default)
+    return valid[key]
 
 
 def _model_name(name: str) -> str:
@@ -147,7 +147,7 @@ def build_state(
         name: FieldFacts(name, kind, True, False, True) for name, kind in BUILTIN_FIELDS.items()
     }
     definitions: dict[str, Any] = {}
-    valid: set[tuple[Any, type, Any]] = set()  # defaults checked already (see _check_default)
+    valid: dict[tuple[Any, type, Any], Any] = {}  # defaults checked already (_check_default)
     for decl in declarations:
         spec = decl.field
         if decl.name in BUILTIN_FIELDS:
@@ -205,9 +205,10 @@ def build_state(
         base = PY_TYPES[spec.type]
         nullable = base is not Any and (not spec.has_default or spec.default is None)
         annotation: Any = base | None if nullable else base
+        default = spec.default
         if spec.has_default and spec.default is not None:
             try:
-                _check_default(annotation, spec.default, valid)
+                default = _check_default(annotation, spec.default, valid)
             except ValidationError as exc:
                 detail = exc.errors(include_url=False)[0]["msg"]
                 problems.append(
@@ -231,9 +232,7 @@ def build_state(
         # it, in two thirds of the time (a large tree declares a field per group of nodes).
         definitions[decl.name] = (
             annotation,
-            spec.default
-            if spec.description is None
-            else Field(default=spec.default, description=spec.description),
+            default if spec.description is None else Field(default, description=spec.description),
         )
         facts[decl.name] = FieldFacts(
             decl.name,

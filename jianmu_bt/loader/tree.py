@@ -114,7 +114,7 @@ class Tree(TreeQuestions):
         self.digest = digest
         self._closed = False
         self._runs = 0
-        self._initial_state = state.snapshot()
+        self._initial_state = copy.deepcopy(state.exact_snapshot())
         self._initial_guards = [guard.snapshot() for guard in guards]
 
     # -- parts -----------------------------------------------------------------------------
@@ -270,7 +270,7 @@ class Tree(TreeQuestions):
         if store is None:
             return None
         durable = DurableRun(self, as_store(store), self.runner.context.run_id, hold)
-        durable.start(self.state.snapshot())
+        durable.start(self.state.exact_snapshot())
         return durable
 
     def _resume(
@@ -301,7 +301,7 @@ class Tree(TreeQuestions):
     def _fresh(self, run_id: str | None) -> None:
         """Every run after the first starts from the initial state and guard."""
         if self._runs:
-            self.state.restore(self._initial_state)
+            self.state.restore(copy.deepcopy(self._initial_state))
             for guard, initial in zip(self._guards, self._initial_guards, strict=True):
                 # Counters and per-call decisions belong to the run that made them; standing
                 # grants (given before this run) carry over.

@@ -442,5 +442,5 @@ class TreeRunner:
             "progress": self.progress(),
         }
         if full:
-            data["state"] = self.state.snapshot()
+            data["state"] = self.state.exact_snapshot()
         return data

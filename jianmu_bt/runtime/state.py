@@ -303,6 +303,15 @@ class StateManager:
         """The whole state as JSON-ready data (pydantic `mode="json"`), which `restore` reads."""
         return self._schema.model_construct(**self.get()).model_dump(mode="json")
 
+    def exact_snapshot(self) -> dict[str, Any]:
+        """The state as a durable run records it: values as they are (the store's encoding keeps
+        them exact), fields of models or dataclasses as pydantic dumps them; `restore` reads it."""
+        values = self.get()
+        for name, plan in self._fields.items():
+            if plan.dump:
+                values[name] = plan.adapter.dump_python(values[name])
+        return values
+
     def to_json(self) -> str:
         """The snapshot as a JSON string."""
         return self._schema.model_construct(**self.get()).model_dump_json()

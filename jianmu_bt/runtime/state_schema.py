@@ -8,6 +8,7 @@ field it touches instead of the whole model.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import threading
@@ -27,6 +28,7 @@ from pydantic import (
     PydanticUserError,
     TypeAdapter,
     ValidationError,
+    WrapSerializer,
 )
 from pydantic.fields import FieldInfo
 
@@ -66,6 +68,7 @@ _ValidationKey = Literal[
     "ser_json_inf_nan",
 ]
 _VALIDATION_CONFIG_KEYS: tuple[_ValidationKey, ...] = get_args(_ValidationKey)
+_SERIALIZERS = (PlainSerializer, WrapSerializer)
 
 
 def describe_type(tp: Any) -> str:
@@ -104,6 +107,22 @@ class FieldPlan:
     reducer: Reducer | None
     expected: str
     append_items_only: bool
+    validate_default: bool = False
+    """The default changes when validated (an integer default of a float field): a run starts
+    from the validated default, the value an input equal to it would give."""
+    dump: bool = False
+    """A run records the field's value as pydantic dumps it (models, dataclasses, values with
+    a serializer: restore validates them back); other values are recorded as they are."""
+
+    def default(self, validated_data: dict[str, Any]) -> Any:
+        """A fresh default value (`validated_data`: the fields before it, for a factory)."""
+        value = self.info.get_default(call_default_factory=True, validated_data=validated_data)
+        if self.validate_default:
+            try:
+                return self.adapter.validate_python(value)
+            except ValidationError:  # a default outside its type (`x: int = None`): as given
+                return value
+        return value
 
     def check(self, value: Any, *, given: Any = None, note: str = "", skip_loc: int = 0) -> Any:
         """Validate `value` for this field; a refusal names the field, `given` and the type.
@@ -194,9 +213,7 @@ class SchemaPlan:
                 )
             else:
                 # pydantic copies mutable defaults, so runs never share a default list
-                values[name] = plan.info.get_default(
-                    call_default_factory=True, validated_data=values
-                )
+                values[name] = plan.default(values)
         return values
 
     def whole_state_error(self, exc: ValidationError, data: Mapping[str, Any]) -> Exception:
@@ -317,7 +334,33 @@ def _field_plan(name: str, info: FieldInfo, config: ConfigDict) -> FieldPlan:
         reducer=reducer_from_metadata(metadata),
         expected=describe_type(info.annotation),
         append_items_only=plain_list and all(isinstance(m, Reducer) for m in metadata),
+        validate_default=_default_changes(info, adapter),
+        dump=_dumped(annotation),
     )
+
+
+def _default_changes(info: FieldInfo, adapter: TypeAdapter[Any]) -> bool:
+    """Whether validating the field's default gives another value (always for a factory)."""
+    if info.default_factory is not None:
+        return True
+    if info.is_required():
+        return False
+    try:
+        validated = adapter.validate_python(info.default)
+    except ValidationError:
+        return False
+    return type(validated) is not type(info.default) or repr(validated) != repr(info.default)
+
+
+def _dumped(annotation: Any) -> bool:
+    """Whether a field of this type holds models, dataclasses or values with a serializer."""
+    if isinstance(annotation, type):
+        return issubclass(annotation, BaseModel) or dataclasses.is_dataclass(annotation)
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        base, *metadata = get_args(annotation)
+        return _dumped(base) or any(isinstance(m, _SERIALIZERS) for m in metadata)
+    return any(_dumped(arg) for arg in get_args(annotation) if arg is not Ellipsis)
 
 
 def _to_tool_call(value: Any) -> ToolCall:
