@@ -27,6 +27,7 @@ from jianmu_bt.nodes.calling import MeteredResult, id_of
 from jianmu_bt.runtime.journal import CANCELLED, FINISHED_CALL, RunJournal
 from jianmu_bt.runtime.services import RunGuard
 from jianmu_bt.store import JournalEntry, digest_arguments
+from jianmu_bt.store.codec import UnrecordableValueError, check
 from jianmu_bt.tools import Tool, ToolCall, ToolResult
 
 IN_DOUBT_REASON = (
@@ -76,6 +77,39 @@ def result_document(result: ToolResult) -> dict[str, Any]:
     if isinstance(result, MeteredResult):
         document["usage"] = result.usage
     return document
+
+
+def recordable(result: ToolResult) -> ToolResult:
+    """`result` when a run can record it exactly; else a failed result that says so.
+
+    A call whose output has no exact record (an object of a class the run's typed encoding does
+    not know, a class defined inside a function) has run: its effects happened. Call this on the
+    result before its `done`/`failed` row is built, and use what it returns as the call's result:
+    the call is then journaled `failed` (finished: a resume answers it from the journal and never
+    runs it again) and the run, live or replayed, goes on as after any failed call, with an error
+    naming where the value is, its type, and that the call ran.
+    """
+    try:
+        check(result.output, "output")
+        if isinstance(result, MeteredResult):
+            check(result.usage, "usage")
+    except UnrecordableValueError as exc:
+        error = (
+            f"Error: {result.tool} ran (its effects happened), but its result cannot be recorded "
+            f"in the run's journal, so it is recorded as failed and will not run again: {exc}"
+        )
+        if isinstance(result, MeteredResult) and _fits(result.usage):
+            return MeteredResult(result.tool, False, None, error, usage=result.usage)
+        return ToolResult(result.tool, False, None, error)
+    return result
+
+
+def _fits(value: Any) -> bool:
+    try:
+        check(value)
+    except UnrecordableValueError:
+        return False
+    return True
 
 
 def recorded_result(record: JournalEntry) -> ToolResult:

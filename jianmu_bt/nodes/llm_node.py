@@ -29,6 +29,7 @@ from jianmu_bt.nodes.usage_meter import Scope, UsageMeter
 from jianmu_bt.runtime.async_node import AsyncNode
 from jianmu_bt.runtime.templates import render
 from jianmu_bt.store import JournalEntry, digest_arguments
+from jianmu_bt.store.codec import UnrecordableValueError, check
 from jianmu_bt.tools import ToolSet
 
 if TYPE_CHECKING:
@@ -200,7 +201,15 @@ class AgentLLMNode(AsyncNode):
                 journal.write(failed, full=False)
             raise
         if journal is not None:
-            journal.write(_turn_entry(key, self.node_key, len(messages), response), full=False)
+            done = _turn_entry(key, self.node_key, len(messages), response)
+            try:
+                check(done.result, "reply")
+            except UnrecordableValueError as exc:  # failed as its replay will fail
+                error = f"the LLM's reply cannot be recorded in the run's journal: {exc}"
+                failed = _turn_entry(key, self.node_key, len(messages), None, error)
+                journal.write(failed, full=False)
+                raise RecordedTurnError(error) from None
+            journal.write(done, full=False)
         return response
 
     async def _ask(
@@ -302,7 +311,12 @@ def _turn_entry(
     """The journal record of one LLM turn: its reply (for replay), its error, or cancelled by
     the tree (neither)."""
     if response is not None:
-        status, result = "done", response.model_dump(mode="json")
+        # The message and the calls' arguments as they are, not dumped by pydantic (which turns
+        # a model or a tuple inside them into a dict or a list): the store's typed encoding keeps
+        # them exact, so a replayed reply is the very reply the run took.
+        status, result = "done", response.model_dump(exclude={"message", "tool_calls"})
+        result["message"] = response.message
+        result["tool_calls"] = [call.to_dict() for call in response.tool_calls]
     elif error is not None:
         status, result = "failed", {"error": error}
     else:
