@@ -85,7 +85,13 @@ def _describe(entry: dict[str, Any]) -> list[str]:
         return [f"{entry['name']}  [unavailable]{aliases}", f"    why: {entry['reason']}"]
     spec = entry["spec"]
     description = (spec.get("description") or "").strip().split("\n")[0]
-    effects = ", ".join(spec.get("effects") or ()) or "none"
+    effects = ", ".join(spec.get("effects") or ()) or (
+        "none" if spec.get("read_only") else "unknown (none declared)"
+    )
+    if spec.get("read_only"):
+        effects += " (read-only)"
+    elif spec.get("idempotent"):
+        effects += " (idempotent)"
     return [
         f"{entry['name']}{aliases}",
         f"    {description}",

@@ -32,6 +32,7 @@ class ListResourcesTool(Tool):
 
     blocking = False
     parallel_safe = True
+    read_only = True
     effect_tags = ()
     input_schema = {"type": "object", "properties": {}, "additionalProperties": False}
     output_schema = {"type": "string"}
@@ -68,6 +69,7 @@ class ReadResourceTool(Tool):
 
     blocking = False
     parallel_safe = True
+    read_only = True
     effect_tags = ()
     output_schema = {"type": "string"}
 

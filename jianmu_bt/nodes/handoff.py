@@ -39,6 +39,7 @@ class HandoffTool(Tool):
     """Hands the conversation to `target` (answers the call; the group switches agents)."""
 
     blocking = False
+    read_only = True  # it only answers; the group switches agents
     input_schema = {"type": "object", "properties": {}}
 
     def __init__(self, target: str, description: str = "") -> None:

@@ -126,6 +126,7 @@ class RunnerBoundTool(Tool):
         self.parallel_safe = inner.parallel_safe
         self.effect_tags = inner.effect_tags
         self.idempotent = inner.idempotent
+        self.read_only = inner.read_only
         self.timeout = inner.timeout
 
     @property

@@ -241,6 +241,7 @@ class SubstituteTool(Tool):
             "parallel_safe",
             "effect_tags",
             "idempotent",
+            "read_only",
             "timeout",
         ):
             setattr(self, attribute, getattr(self.original, attribute))

@@ -24,6 +24,11 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         ToolResult as ToolResult,
         new_call_id as new_call_id,
     )
+    from jianmu_bt.tools.effects import (
+        UNKNOWN_EFFECT as UNKNOWN_EFFECT,
+        EffectDeclarationError as EffectDeclarationError,
+        counted_effects as counted_effects,
+    )
     from jianmu_bt.tools.function_tool import FunctionTool as FunctionTool, tool as tool
     from jianmu_bt.tools.providers import (
         BaseToolProvider as BaseToolProvider,

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from jianmu_bt.tools import event_loop
 from jianmu_bt.tools.calls import ToolResult
+from jianmu_bt.tools.effects import check_effects
 from jianmu_bt.tools.overruns import (
     Overrun,
     Overruns,
@@ -71,6 +72,11 @@ class Tool(Described, ABC):
     | `output_schema` | a string                    | docs and UIs                               |
     | `parallel_safe` | True                        | whether a batch may run it concurrently    |
     | `effect_tags`   | ()                          | side effects the guard counts and budgets  |
+    | `read_only`     | False                       | it only observes: re-run after a crash     |
+    | `idempotent`    | False                       | twice = once: re-run after a crash         |
+
+    A tool that is neither read-only nor idempotent is taken to have side effects, declared or
+    not (`jianmu_bt.tools.effects`); a read-only tool with a write tag is refused.
     """
 
     name: str = DEFAULT_NAME
@@ -79,6 +85,10 @@ class Tool(Described, ABC):
     output_schema: dict[str, Any] = DEFAULT_OUTPUT_SCHEMA
     parallel_safe: bool = True
     effect_tags: tuple[str, ...] = ()
+    #: The tool only observes (reads, searches, computes): a durable run re-runs a call of it
+    #: that was in flight at a crash, and the guard counts no `unknown` effect for it. Without
+    #: it (or `idempotent`) a tool is taken to have side effects, whether it has effect tags or not.
+    read_only: bool = False
     #: Running the same call twice has the effect of running it once (a durable run re-runs an
     #: idempotent call that was in flight at a crash, with the same `idempotency_key`, instead
     #: of holding it as in doubt).
@@ -113,6 +123,8 @@ class Tool(Described, ABC):
             _owner(cls, name) is Tool for name in ("call", "execute", "_dispatch")
         ) and _owner(cls, "execute_local") is _owner(cls, "_blocking_work")
         cls._plain_local = _owner(cls, "execute_local") is Tool
+        if cls.read_only is True and isinstance(cls.effect_tags, (tuple, list)):  # not a property
+            check_effects(cls.__dict__.get("name", cls.__qualname__), True, cls.effect_tags)
 
     @classmethod
     def missing_requirement(cls) -> str | None:

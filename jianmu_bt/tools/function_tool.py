@@ -24,6 +24,7 @@ from typing import Any, TypedDict, Unpack, overload
 
 from jianmu_bt.tools.base import Tool
 from jianmu_bt.tools.calls import ToolResult
+from jianmu_bt.tools.effects import check_effects
 from jianmu_bt.tools.shapes import DEFAULT_DESCRIPTION, DEFAULT_OUTPUT_SCHEMA
 from jianmu_bt.tools.signature import ArgumentError, FunctionSignature
 
@@ -50,9 +51,12 @@ class FunctionTool(Tool):
         timeout: float | None = None,
         blocking: bool | None = None,
         idempotent: bool = False,
+        read_only: bool = False,
     ) -> None:
         if not callable(fn):
             raise TypeError(f"@tool needs a function, got {type(fn).__name__}")
+        tags = tuple(effect_tags)
+        check_effects(name or getattr(fn, "__name__", "tool"), read_only, tags)
         self.fn = fn
         functools.update_wrapper(self, fn, updated=())
         self.signature = FunctionSignature.from_function(fn, injected)
@@ -63,10 +67,11 @@ class FunctionTool(Tool):
             DEFAULT_OUTPUT_SCHEMA
         )
         self.parallel_safe = parallel_safe
-        self.effect_tags = tuple(effect_tags)
+        self.effect_tags = tags
         self.timeout = timeout
         self.blocking = blocking
         self.idempotent = idempotent
+        self.read_only = read_only
         self._run_is_async = inspect.iscoroutinefunction(fn)
         if self._run_is_async:
             # The contract: `run` of an async tool is a coroutine function. Calls do not go
@@ -150,6 +155,7 @@ class ToolOptions(TypedDict, total=False):
     timeout: float | None
     blocking: bool | None
     idempotent: bool
+    read_only: bool
 
 
 @overload
@@ -173,9 +179,13 @@ def tool(
     call), `blocking` (where a sync function runs: by default it is measured, in a worker thread
     until its calls have shown they are quick, then on the event loop, back to a thread once a
     call is slow (`jianmu_bt.tools.placement`); True always runs it in a thread, for functions
-    that block on I/O; False always on the loop) and `idempotent` (running the same call twice
+    that block on I/O; False always on the loop), `idempotent` (running the same call twice
     has the effect of running it once: a durable run may re-run it after a crash; it can read
-    its `idempotency_key` as an injected parameter).
+    its `idempotency_key` as an injected parameter) and `read_only` (it only observes: a durable
+    run re-runs it after a crash; effect tags other than reads are refused with it).
+
+    Without `read_only=True` or `idempotent=True` a tool is taken to have side effects, whether
+    it lists effect tags or not (see `jianmu_bt.tools.effects`).
     """
     if fn is not None:
         return FunctionTool(fn, **options)

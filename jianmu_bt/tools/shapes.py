@@ -55,6 +55,8 @@ class Described:
     output_schema: dict[str, Any]
     parallel_safe: bool
     effect_tags: tuple[str, ...]
+    read_only: bool
+    idempotent: bool
 
     def get_description(self) -> str:
         """The explicit description, else this class's own docstring, else ""."""
@@ -73,7 +75,8 @@ class Described:
         }
 
     def spec(self) -> dict[str, Any]:
-        """A richer description for prompts and UIs: schemas, returns, effects, parallel_safe."""
+        """A richer description for prompts and UIs: schemas, returns, effects (the declared
+        effect tags), parallel_safe, read_only and idempotent."""
         output_schema = normalize_output_schema(self.output_schema)
         return {
             "name": self.name,
@@ -84,4 +87,6 @@ class Described:
             "returns": output_schema.get("description", output_schema.get("type", "")),
             "effects": list(self.effect_tags),
             "parallel_safe": self.parallel_safe,
+            "read_only": bool(self.read_only),
+            "idempotent": bool(self.idempotent),
         }

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from jianmu_bt.tools.base import Tool
 from jianmu_bt.tools.calls import ToolCall, ToolResult
+from jianmu_bt.tools.effects import check_effects
 from jianmu_bt.tools.providers import ToolProvider
 from jianmu_bt.tools.registry import BuiltinToolProvider
 
@@ -23,7 +24,8 @@ class ToolSet:
     """An ordered set of tools, keyed case-insensitively by name.
 
     Methods that add tools (`merge`, `with_tools`) return a new ToolSet and leave this one as it
-    was. A ToolSet may carry a default `runner` used for every call that does not name one.
+    was. A ToolSet may carry a default `runner` used for every call that does not name one. A
+    tool declared read-only with a write effect tag is refused (EffectDeclarationError).
     """
 
     __slots__ = ("_tools", "runner")
@@ -33,6 +35,8 @@ class ToolSet:
         for item in tools:
             if not isinstance(item, Tool):
                 raise TypeError(f"a ToolSet holds Tool instances, got {item!r}")
+            if item.read_only is True:  # also when set on an instance after it was made
+                check_effects(item.name, True, item.effect_tags)
             self._tools[item.name.lower()] = item
         self.runner = runner
 

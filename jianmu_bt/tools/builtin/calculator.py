@@ -71,6 +71,7 @@ class CalculatorTool(ModelTool):
         "description": "The value of the expression, e.g. '391' or '1.4142135623730951'",
     }
     effect_tags = ()
+    read_only = True
     # Every evaluation is bounded to well under a millisecond; no thread hop is needed.
     blocking = False
 

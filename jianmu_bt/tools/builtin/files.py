@@ -93,6 +93,7 @@ class ReadFileTool(WorkspaceTool):
         "description": "The file's text, with a [truncated ...] note when it was cut",
     }
     effect_tags = ("file_read",)
+    read_only = True
 
     def __init__(
         self,
@@ -284,6 +285,7 @@ class ListDirTool(WorkspaceTool):
         },
     }
     effect_tags = ("file_read",)
+    read_only = True
 
     def __init__(
         self,
@@ -347,6 +349,7 @@ class FileInfoTool(WorkspaceTool):
         "description": "path, type, size, modified (ISO 8601, UTC), permissions, binary, lines",
     }
     effect_tags = ("file_read",)
+    read_only = True
 
     def __init__(
         self,

@@ -107,6 +107,7 @@ class _SearchTool(WorkspaceTool):
 
     primary_argument = "pattern"
     effect_tags = ("file_read",)
+    read_only = True
 
     def __init__(
         self,

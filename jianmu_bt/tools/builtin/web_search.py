@@ -151,6 +151,7 @@ class DuckDuckGoSearchTool(ModelTool):
         },
     }
     effect_tags = ("web_search",)
+    read_only = True
 
     def __init__(
         self,
