@@ -17,8 +17,9 @@ failed call whose error says why. Its usage comes back with the result (a `Meter
 the journal) and is added to the caller's run `usage`, also when a resumed run replays the call;
 its LLM turns and tool calls appear among the caller's events, named `<tool>.llm` and
 `<tool>.tools`. In a durable run the call is journaled like any other: a call that finished is
-answered from the journal; one in flight at a crash runs again when none of the agent's tools
-has effects, and is otherwise held as in doubt (its effect tags are its tools' tags together).
+answered from the journal; one in flight at a crash runs again when every tool of the agent is
+read-only (the agent tool is then read-only), and is otherwise held as in doubt. Its effect tags
+are its tools' effects together (`unknown` for a tool that declares none and is not read-only).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from jianmu_bt.nodes.turn_outcome import TurnPolicy
 from jianmu_bt.runtime.context import RunContext
 from jianmu_bt.runtime.state_schema import AgentState
 from jianmu_bt.tools import Tool, ToolResult, ToolSet
+from jianmu_bt.tools.effects import counted_effects
 
 FORWARDED = ("llm.request", "llm.response", "llm.delta", "llm.reasoning", "tool.call.")
 """The events of the inner run that reach the caller's run (by type prefix)."""
@@ -81,8 +83,9 @@ class AgentTool(Tool):
         self.input_schema = dict(input_schema or TASK_SCHEMA)
         self._checker = checked_validator(self.input_schema)  # ValueError for a broken schema
         self.effect_tags = tuple(
-            sorted({tag for tool in self.toolset for tag in getattr(tool, "effect_tags", ())})
+            sorted({tag for tool in self.toolset for tag in counted_effects(tool)})
         )
+        self.read_only = all(getattr(tool, "read_only", False) for tool in self.toolset)
 
     @functools.cached_property
     def _state_model(self) -> type[AgentState]:

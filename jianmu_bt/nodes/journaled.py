@@ -139,8 +139,15 @@ def check_matches(journal: RunJournal, record: JournalEntry, call: ToolCall, dig
 
 
 def may_run_again(tool: Tool | None) -> bool:
-    """A call in flight at a crash may run again: no effect tags, or an idempotent tool."""
-    return tool is None or not tool.effect_tags or bool(getattr(tool, "idempotent", False))
+    """A call in flight at a crash may run again: its tool is read-only or idempotent.
+
+    A tool that declares neither is taken to have side effects, effect tags or not (unknown
+    effects are effects: `jianmu_bt.tools.effects`). None (no tool of that name: the call only
+    fails as an unknown tool, touching nothing) may run again.
+    """
+    from jianmu_bt.tools.effects import may_run_again as declared_safe  # (a resume-only path)
+
+    return tool is None or declared_safe(tool)
 
 
 def was_cancelled(record: JournalEntry | None) -> bool:

@@ -20,9 +20,9 @@ def act(name: str) -> str:
     return f"did {name}"
 
 
-@tool
+@tool(read_only=True)
 def look(name: str) -> str:
-    """No side effect."""
+    """No side effect (declared read-only: it may run again after a crash)."""
     CALLS.append(f"look {name}")
     return f"saw {name}"
 

@@ -66,9 +66,9 @@ def deploy(target: str) -> str:
     return f"deployed {target}"
 
 
-@tool
+@tool(read_only=True)
 def lookup(term: str) -> str:
-    """Look something up (no side effects)."""
+    """Look something up (no side effects: declared read-only, so it may run again)."""
     return f"found {term}"
 
 
