@@ -95,6 +95,8 @@ class GuardConfig(BaseModel):
     | `approve`     | ApprovalRequired    | a reviewer approves each call (batch is held)  |
     | `budgets`     | EffectBudget        | effect tag -> most successful calls per run    |
     | `rate_limits` | RateLimit           | tool -> "count/window", e.g. "5/60s"           |
+
+    A tool with no effect tags that is not read-only counts as the tag `unknown` in `budgets`.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -110,7 +112,11 @@ class GuardConfig(BaseModel):
         default=None, description="Tools whose calls wait for a reviewer's approval."
     )
     budgets: dict[Name, Annotated[int, Field(strict=True, ge=0)]] | None = Field(
-        default=None, description="Effect tag -> the most successful calls with it in one run."
+        default=None,
+        description=(
+            "Effect tag -> the most successful calls with it in one run ('unknown': tools that "
+            "declare no effect tags and are not read-only)."
+        ),
     )
     rate_limits: dict[Name, RateValue] | None = Field(
         default=None, description="Tool -> rate limit, e.g. '5/60s'."

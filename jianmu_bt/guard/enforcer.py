@@ -28,6 +28,7 @@ from jianmu_bt.guard.context import GuardContext
 from jianmu_bt.guard.decision import Decision, GuardVerdict
 from jianmu_bt.guard.names import call_names, canonical_tool_name, tool_key
 from jianmu_bt.tools.calls import ToolCall
+from jianmu_bt.tools.effects import counted_effects
 
 if TYPE_CHECKING:
     from jianmu_bt.guard.config import GuardConfig
@@ -133,7 +134,7 @@ class GuardEnforcer:
                 continue
             verdict = self.check(call, tool, plan)
             if verdict.allowed:
-                plan.add_effects(tool.effect_tags)
+                plan.add_effects(counted_effects(tool))
                 plan.add_call_time(tool_key(call, tool))
             verdicts.append(verdict)
         return verdicts
@@ -160,11 +161,12 @@ class GuardEnforcer:
         ctx: GuardContext | None = None,
     ) -> None:
         """Update the counters after `call` ran: its run time always (rate limits), its tool's
-        effect tags only when it succeeded (budgets). Call it once per run of a tool."""
+        effects only when it succeeded (budgets: its effect tags, `unknown` for a tool that
+        declares none and is not read-only; `counted_effects`). Call it once per run of a tool."""
         ctx = self.context if ctx is None else ctx
         ctx.add_call_time(tool_key(call, tool))
         if result_ok and tool is not None:
-            ctx.add_effects(tool.effect_tags)
+            ctx.add_effects(counted_effects(tool))
 
     # -- snapshot ---------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from jianmu_bt.guard.enforcer import GuardEnforcer
 from jianmu_bt.guard.errors import GuardSnapshotError
 from jianmu_bt.guard.names import tool_key
 from jianmu_bt.tools.calls import ToolCall
+from jianmu_bt.tools.effects import counted_effects
 
 if TYPE_CHECKING:
     from jianmu_bt.guard.policy import Policy
@@ -120,7 +121,7 @@ class LayeredGuard:
             verdict = self.check(call, tool, plans)
             if verdict.allowed:
                 for plan in plans:
-                    plan.add_effects(tool.effect_tags)
+                    plan.add_effects(counted_effects(tool))
                     plan.add_call_time(tool_key(call, tool))
             verdicts.append(verdict)
         return verdicts

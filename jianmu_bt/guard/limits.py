@@ -17,6 +17,7 @@ from jianmu_bt.guard.context import HISTORY_LIMIT, GuardContext
 from jianmu_bt.guard.decision import Decision, GuardVerdict
 from jianmu_bt.guard.names import canonical_tool_name, tool_key
 from jianmu_bt.guard.policy import BasePolicy
+from jianmu_bt.tools.effects import counted_effects
 
 if TYPE_CHECKING:
     from jianmu_bt.tools import Tool, ToolCall
@@ -83,7 +84,9 @@ class EffectBudget(BasePolicy):
 
     `EffectBudget({"http": 10, "file_write": 3})`: the run may make ten calls tagged `http`
     (successful ones count, see `GuardEnforcer.record`). A budget of 0 forbids the effect.
-    Calls whose tool is unknown have no tags and get no opinion.
+    A tool that declares no effect tags and is not read-only counts as the effect `unknown`
+    (`jianmu_bt.tools.effects`): `EffectBudget({"unknown": 0})` admits only tools that declared
+    what they do. Calls whose tool is unknown have no tags and get no opinion.
     """
 
     name = "effect_budget"
@@ -102,7 +105,7 @@ class EffectBudget(BasePolicy):
         """DENY when one more use of any of the tool's budgeted tags would pass its budget."""
         if tool is None:
             return None
-        for tag in tool.effect_tags:
+        for tag in counted_effects(tool):
             limit = self.budgets.get(tag.lower())
             if limit is None:
                 continue

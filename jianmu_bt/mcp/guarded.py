@@ -29,6 +29,7 @@ from jianmu_bt.guard.decision import Decision, GuardVerdict
 from jianmu_bt.guard.names import tool_key
 from jianmu_bt.tools.base import Tool
 from jianmu_bt.tools.calls import ToolCall
+from jianmu_bt.tools.effects import counted_effects
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -97,7 +98,7 @@ class EnforcerGuard:
         verdicts = self.enforcer.policy_verdicts(probe, tool, self._plan())
         verdict = self.enforcer.decide(probe, tool, [cannot_wait(v) for v in verdicts])
         if verdict.allowed:
-            self._running[id(call)] = (tool_key(call, tool), tuple(tool.effect_tags))
+            self._running[id(call)] = (tool_key(call, tool), counted_effects(tool))
             return None
         return refusal_reason(verdict)
 

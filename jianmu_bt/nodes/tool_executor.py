@@ -13,7 +13,8 @@ On each entry the executor:
    sync calls are made together (`run_calls_together`: quick ones on the loop in the executor's
    task, blocking ones handed to the worker threads at once), not as a task each;
 4. appends one tool message per call (with its `tool_call_id`) in the batch's order, adds the
-   successful calls' effect tags to `tool_effects`, saves the guard's state, and clears `actions`.
+   successful calls' effects to `tool_effects` (their effect tags; `unknown` for a tool that
+   declares none and is not read-only), saves the guard's state, and clears `actions`.
 
 It ends in SUCCESS once the batch is observed: deciding that the agent is finished belongs to the
 loop around it, not to the executor. How it runs calls is one `ExecutorOptions` object.
@@ -37,6 +38,7 @@ from jianmu_bt.runtime.async_node import AsyncNode
 from jianmu_bt.runtime.services import RunGuard
 from jianmu_bt.runtime.task_groups import create_task_group, on_asyncio, start_soon
 from jianmu_bt.tools import Tool, ToolCall, ToolResult, ToolSet
+from jianmu_bt.tools.effects import counted_effects
 from jianmu_bt.tools.runners import ToolRunner
 
 USAGE_KEY = "usage"
@@ -301,7 +303,7 @@ class ToolExecutor(AsyncNode):
             for call, result in done:
                 found = self.toolset.get(call.name)
                 if result.ok and found is not None:
-                    for tag in found.effect_tags:
+                    for tag in counted_effects(found):
                         effects[tag] = effects.get(tag, 0) + 1
             if effects:
                 updates[options.effects_key] = effects
