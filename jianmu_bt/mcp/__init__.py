@@ -27,7 +27,9 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         OPEN_WORLD_TAG as OPEN_WORLD_TAG,
         annotation_hints as annotation_hints,
         effect_tags_from_annotations as effect_tags_from_annotations,
+        idempotent_from_annotations as idempotent_from_annotations,
         parallel_safe_from_annotations as parallel_safe_from_annotations,
+        read_only_from_annotations as read_only_from_annotations,
     )
     from jianmu_bt.mcp.cli import (
         load_toolset as load_toolset,

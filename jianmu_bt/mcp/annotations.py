@@ -1,27 +1,36 @@
-"""MCP tool annotations <-> jianmu_bt tool metadata (`parallel_safe`, `effect_tags`).
+"""MCP tool annotations <-> jianmu_bt tool metadata (`read_only`, `idempotent`, `effect_tags`).
 
-Client side (an MCP tool becomes a Tool):
+Client side (an MCP tool becomes a Tool). The MCP specification's defaults for absent hints hold
+(`readOnlyHint` false, `destructiveHint` true, `idempotentHint` false, `openWorldHint` true), so a
+tool its server does not annotate is a destructive, open-world tool with side effects: a durable
+run holds one in flight at a crash in doubt instead of running it again.
 
-| MCP annotation           | jianmu_bt metadata                                      |
-|--------------------------|---------------------------------------------------------|
-| `readOnlyHint: true`     | `parallel_safe = True` (anything else: False)           |
-| `destructiveHint: true`  | effect tag `"destructive"`                              |
-| `openWorldHint: true`    | effect tag `"open_world"`                               |
+| MCP annotation                   | jianmu_bt metadata                                   |
+|----------------------------------|------------------------------------------------------|
+| `readOnlyHint: true`             | `read_only = True`, `parallel_safe = True`           |
+| `readOnlyHint` false or absent   | not read-only, `parallel_safe = False` (serial)      |
+| `destructiveHint` true or absent | effect tag `"destructive"` (tools not read-only)     |
+| `openWorldHint` true or absent   | effect tag `"open_world"`                            |
+| `idempotentHint: true`           | `idempotent = True` (tools not read-only)            |
 
-Only hints the server states count; the MCP spec's defaults for absent hints are not assumed,
-except that a tool is run serially unless the server says it is read-only.
+`destructiveHint` and `idempotentHint` mean something only for a tool that is not read-only (as
+the specification reads them), so a read-only tool gets neither from them.
 
-Server side (a Tool is described to MCP clients). Hints are claims a client may act on (skip a
-confirmation for a "read-only" tool), so they are derived to fail closed:
+Server side (a Tool is described to MCP clients). Every hint is sent, none left to the client's
+defaults; hints are claims a client may act on (skip a confirmation for a "read-only" tool), so
+they are derived to fail closed:
 
-| jianmu_bt metadata                                          | MCP annotation                  |
-|-------------------------------------------------------------|---------------------------------|
-| `parallel_safe`, and no effect tag but reads (`*_read`)     | `readOnlyHint: true` (else false) |
-| a write/delete/exec-like tag (`file_write`, `exec`, ...)    | `destructiveHint: true`         |
-| only read and network tags (`http_request`, `web_search`)   | `destructiveHint: false`        |
-| else, when not read-only (other `*_write`, unknown tags)    | none (MCP reads it as true)     |
-| a network tag (`http`, `net`, `search`, `web_search`, ...)  | `openWorldHint: true` (else false) |
-| `idempotent` (tools that are not read-only)                 | `idempotentHint`                |
+| jianmu_bt metadata                                           | MCP annotation                |
+|--------------------------------------------------------------|-------------------------------|
+| `read_only`                                                  | `readOnlyHint` (exactly then) |
+| read-only                                                    | `destructiveHint: false`      |
+| a write/delete/exec-like tag (`file_write`, `exec`, `bash`)  | `destructiveHint: true`       |
+| only read and network tags (`http_request`)                  | `destructiveHint: false`      |
+| else, not read-only: no tags (effects unknown), other tags   | `destructiveHint: true`       |
+| read-only; else `idempotent`                                 | `idempotentHint: true`/false  |
+| a network tag (`http`, `net`, `search`, `web_search`, ...)   | `openWorldHint: true`         |
+| not read-only and no tags (effects unknown)                  | `openWorldHint: true`         |
+| else                                                         | `openWorldHint: false`        |
 
 A tool of an MCP server served again (an MCPTool) keeps the annotations its own server sent.
 """
@@ -32,20 +41,22 @@ from collections.abc import Iterable
 from typing import Any
 
 from jianmu_bt.tools.base import Tool
+from jianmu_bt.tools.effects import (
+    OPEN_WORLD_EFFECTS as OPEN_WORLD_EFFECTS,
+    OPEN_WORLD_TAG as OPEN_WORLD_TAG,
+    is_open_world_effect as is_open_world_effect,
+    is_read_effect as is_read_effect,
+)
 
-#: Effect tag given to an MCP tool whose server marks it `destructiveHint`.
+#: Effect tag given to an MCP tool that is destructive (`destructiveHint` true or absent).
 DESTRUCTIVE_TAG = "destructive"
-#: Effect tag given to an MCP tool whose server marks it `openWorldHint`.
-OPEN_WORLD_TAG = "open_world"
 
-#: Effect tags that make a served tool destructive (and so not read-only).
+#: Effect tags that make a served tool destructive.
 DESTRUCTIVE_EFFECTS = frozenset(
     {"file_write", "file_delete", "write", "delete", "exec", "shell", "bash", DESTRUCTIVE_TAG}
 )
-#: Effect tags (and `_`-separated parts of tags) that make a served tool reach an open world.
-OPEN_WORLD_EFFECTS = frozenset(
-    {"http", "https", "net", "network", "web", "web_search", "search", "internet", OPEN_WORLD_TAG}
-)
+#: `_`-separated parts of a tag that make it destructive (`web_write`, `db_delete`).
+_DESTRUCTIVE_PARTS = frozenset({"write", "delete", "exec"})
 
 
 def _hint(annotations: Any, field: str) -> bool | None:
@@ -60,64 +71,70 @@ def _hint(annotations: Any, field: str) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-def parallel_safe_from_annotations(annotations: Any) -> bool:
-    """True only when the server says the tool is read-only."""
+def read_only_from_annotations(annotations: Any) -> bool:
+    """True only when the server says `readOnlyHint: true`."""
     return _hint(annotations, "read_only_hint") is True
 
 
+def parallel_safe_from_annotations(annotations: Any) -> bool:
+    """True only when the server says the tool is read-only."""
+    return read_only_from_annotations(annotations)
+
+
+def idempotent_from_annotations(annotations: Any) -> bool:
+    """True when the server says `idempotentHint: true` of a tool that is not read-only."""
+    if read_only_from_annotations(annotations):
+        return False
+    return _hint(annotations, "idempotent_hint") is True
+
+
 def effect_tags_from_annotations(annotations: Any) -> tuple[str, ...]:
-    """`("destructive",)`, `("open_world",)`, both or none, from the server's hints."""
+    """`("destructive", "open_world")`, one of them or none, with the specification's defaults
+    for absent hints: destructive unless the tool is read-only or `destructiveHint: false`,
+    open-world unless `openWorldHint: false`."""
     tags = []
-    if _hint(annotations, "destructive_hint") is True:
+    read_only = read_only_from_annotations(annotations)
+    if not read_only and _hint(annotations, "destructive_hint") is not False:
         tags.append(DESTRUCTIVE_TAG)
-    if _hint(annotations, "open_world_hint") is True:
+    if _hint(annotations, "open_world_hint") is not False:
         tags.append(OPEN_WORLD_TAG)
     return tuple(tags)
 
 
-def is_read_effect(tag: str) -> bool:
-    """`read` or `*_read`: an effect that only observes."""
-    return tag == "read" or tag.endswith("_read")
-
-
 def is_destructive_effect(tag: str) -> bool:
-    """A write/delete/exec-like tag: `file_write`, `*_delete`, `*_exec`, `bash`, ..."""
-    return tag in DESTRUCTIVE_EFFECTS or tag.endswith(("_delete", "_exec"))
-
-
-def is_open_world_effect(tag: str) -> bool:
-    """A network tag: `http`, `net`, `web_search`, or a tag with such a part (`net_fetch`)."""
-    return tag in OPEN_WORLD_EFFECTS or any(p in OPEN_WORLD_EFFECTS for p in tag.split("_"))
+    """A write/delete/exec-like tag: `file_write`, `web_write`, `*_delete`, `*_exec`, `bash`..."""
+    tag = tag.lower()
+    return tag in DESTRUCTIVE_EFFECTS or any(p in _DESTRUCTIVE_PARTS for p in tag.split("_"))
 
 
 def annotation_hints(
-    parallel_safe: bool, effect_tags: Iterable[str], idempotent: bool = False
+    effect_tags: Iterable[str], *, read_only: bool = False, idempotent: bool = False
 ) -> dict[str, bool]:
-    """The MCP hints (snake_case, as the SDK's ToolAnnotations takes them) for this metadata.
-
-    Destructive and idempotent hints mean something only for a tool that is not read-only, so
-    they are left out for read-only ones (as the MCP specification reads them).
-    """
+    """The MCP hints (snake_case, as the SDK's ToolAnnotations takes them) for this metadata:
+    all four, always (see the module docstring)."""
     tags = {t.lower() for t in effect_tags}
-    read_only = parallel_safe and all(is_read_effect(t) for t in tags)
-    hints = {
-        "read_only_hint": read_only,
-        "open_world_hint": any(is_open_world_effect(t) for t in tags),
-    }
+    open_world = any(is_open_world_effect(t) for t in tags)
     if read_only:
-        return hints
-    if any(is_destructive_effect(t) for t in tags):
-        hints["destructive_hint"] = True
-    elif tags and all(is_read_effect(t) or is_open_world_effect(t) for t in tags):
-        hints["destructive_hint"] = False
-    # Otherwise (no tags but not parallel-safe, other writes, unknown tags) it is left out,
-    # which MCP clients read as destructive.
-    hints["idempotent_hint"] = bool(idempotent)
-    return hints
+        return {
+            "read_only_hint": True,
+            "destructive_hint": False,
+            "idempotent_hint": True,
+            "open_world_hint": open_world,
+        }
+    # Additive at most only when every tag is a read or a network tag; no tags means unknown.
+    additive = bool(tags) and all(is_read_effect(t) or is_open_world_effect(t) for t in tags)
+    return {
+        "read_only_hint": False,
+        "destructive_hint": not additive or any(is_destructive_effect(t) for t in tags),
+        "idempotent_hint": bool(idempotent),
+        "open_world_hint": open_world or not tags,
+    }
 
 
 def tool_annotation_hints(tool: Tool) -> dict[str, bool]:
-    """`annotation_hints` of a Tool's `parallel_safe`, `effect_tags` and `idempotent`."""
+    """`annotation_hints` of a Tool's `effect_tags`, `read_only` and `idempotent`."""
     return annotation_hints(
-        tool.parallel_safe, tool.effect_tags, bool(getattr(tool, "idempotent", False))
+        tool.effect_tags,
+        read_only=bool(getattr(tool, "read_only", False)),
+        idempotent=bool(getattr(tool, "idempotent", False)),
     )

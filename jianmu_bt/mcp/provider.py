@@ -21,7 +21,12 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.lowlevel
 
-from jianmu_bt.mcp.annotations import effect_tags_from_annotations, parallel_safe_from_annotations
+from jianmu_bt.mcp.annotations import (
+    effect_tags_from_annotations,
+    idempotent_from_annotations,
+    parallel_safe_from_annotations,
+    read_only_from_annotations,
+)
 from jianmu_bt.mcp.client import MCPClient
 from jianmu_bt.mcp.config import MCPServerConfig
 from jianmu_bt.mcp.errors import MCPClientError, ToolNameClashError
@@ -52,9 +57,11 @@ class MCPTool(Tool):
     """One tool of an MCP server, called through an MCPClient.
 
     Name (prefixed when the provider has a prefix), description and input schema come from the
-    server's listing; `parallel_safe` and `effect_tags` from its annotations (see
-    `jianmu_bt.mcp.annotations`). `run` returns a ToolResult: the server's `isError` results and
-    every client fault (timeout, lost server, protocol error) are failed results, never exceptions.
+    server's listing; `read_only`, `parallel_safe`, `idempotent` and `effect_tags` from its
+    annotations, with the MCP specification's defaults for absent hints: a tool the server does
+    not annotate has side effects (see `jianmu_bt.mcp.annotations`). `run` returns a ToolResult:
+    the server's `isError` results and every client fault (timeout, lost server, protocol error)
+    are failed results, never exceptions.
     """
 
     blocking = False
@@ -83,7 +90,9 @@ class MCPTool(Tool):
             self.output_schema = inner if inner is not None else self.listed_output_schema
         #: The server's annotations as it sent them (None when it sent none).
         self.annotations = spec.annotations
+        self.read_only = read_only_from_annotations(spec.annotations)
         self.parallel_safe = parallel_safe_from_annotations(spec.annotations)
+        self.idempotent = idempotent_from_annotations(spec.annotations)
         self.effect_tags = effect_tags_from_annotations(spec.annotations)
 
     @property

@@ -1,8 +1,8 @@
 """Serve a ToolSet as an MCP server (the official SDK's low-level `Server`), over stdio or HTTP.
 
 Each tool is listed with its function-calling schema (`tool.to_schema()["parameters"]`), its
-description, annotations derived from `parallel_safe`, `effect_tags` and `idempotent` (see
-`jianmu_bt.mcp.annotations`) and, for a declared return type, an `outputSchema` (see
+description, annotations derived from `read_only`, `effect_tags` and `idempotent` (all four
+hints, see `jianmu_bt.mcp.annotations`) and, for a declared return type, an `outputSchema` (see
 `jianmu_bt.mcp.server_results`). A call goes through an optional guard, then `ToolSet.call`
 under a progress sink (`server_progress`: the tool's `report_progress` reaches the client); a
 refused call or a failed ToolResult is an MCP result with `isError` set, never a crash. An

@@ -9,7 +9,7 @@ import anyio
 from jianmu_bt import tool
 
 
-@tool(blocking=False)
+@tool(blocking=False, read_only=True)
 def add(a: int, b: int) -> int:
     """Add two integers.
 
@@ -20,13 +20,13 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-@tool(blocking=False)
+@tool(blocking=False, read_only=True)
 def describe_point(x: float, y: float) -> dict:
     """Return a point as a JSON object."""
     return {"x": x, "y": y, "norm": (x * x + y * y) ** 0.5}
 
 
-@tool(blocking=False)
+@tool(blocking=False, read_only=True)
 def fail(reason: str) -> str:
     """Always fail with the given reason."""
     raise ValueError(reason)
@@ -44,14 +44,14 @@ def fetch(url: str) -> str:
     return f"fetched {url}"
 
 
-@tool
+@tool(read_only=True)
 async def slow(seconds: float) -> str:
     """Sleep, then answer."""
     await anyio.sleep(seconds)
     return f"slept {seconds}"
 
 
-@tool(blocking=False)
+@tool(blocking=False, read_only=True)
 def server_pid() -> int:
     """The server process id."""
     return os.getpid()

@@ -29,31 +29,31 @@ class Point(BaseModel):
     y: int
 
 
-@tool(blocking=False)
+@tool(blocking=False, read_only=True)
 def square(x: int) -> int:
     """Square a number."""
     return x * x
 
 
-@tool(blocking=False)
+@tool(blocking=False, read_only=True)
 def mirror(x: int, y: int) -> Point:
     """Swap the coordinates."""
     return Point(x=y, y=x)
 
 
-@tool(blocking=False)
+@tool(blocking=False, read_only=True)
 def words(text: str) -> list[str]:
     """Split text into words."""
     return text.split()
 
 
-@tool(blocking=False)
+@tool(blocking=False, read_only=True)
 def untyped(text: str):  # no return type, on purpose
     """Echo the text (no declared return type)."""
     return text
 
 
-@tool(blocking=False)
+@tool(blocking=False, read_only=True)
 def picture(caption: str) -> list:
     """A picture and its caption."""
     return [{"type": "image", "data": PNG, "mimeType": "image/png"}, caption]

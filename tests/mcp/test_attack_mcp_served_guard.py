@@ -3,9 +3,10 @@ tools claim only what their metadata supports.
 
 - `EnforcerGuard` over a GuardEnforcer: budgets and rate limits count served calls, concurrent
   calls cannot share a budget's last use, a call needing a person's approval is refused saying so;
-- annotations: `readOnlyHint` only for tools without (non-read) effects, `destructiveHint` for
-  write/delete/exec-like effects, `openWorldHint` for network effects, `idempotentHint` from the
-  tool's `idempotent`.
+- annotations: all four hints, always: `readOnlyHint` exactly for read-only tools,
+  `destructiveHint` for write/delete/exec-like, unknown or undeclared effects, `openWorldHint` for
+  network (or undeclared) effects, `idempotentHint` from the tool's `idempotent`;
+- a tool that declares no effects counts as the effect `unknown` (budgets).
 """
 
 from __future__ import annotations
@@ -86,6 +87,17 @@ async def test_a_budget_counts_served_calls() -> None:
         text(second)
     )
     assert guard.enforcer.context.effect_count("http") == 1
+
+
+async def test_a_budget_on_unknown_counts_tools_that_declare_no_effects() -> None:
+    client, guard = served({"budgets": {"unknown": 1}})
+    async with client:
+        first = await client.call_tool("add", {"a": 1, "b": 2})
+        second = await client.call_tool("add", {"a": 1, "b": 2})
+        tagged = await client.call_tool("fetch", {"url": "https://a.example"})
+    assert not first.is_error and not tagged.is_error
+    assert second.is_error and "budget of 1 'unknown' effects is used up" in text(second)
+    assert guard.enforcer.context.effect_count("unknown") == 1
 
 
 async def test_concurrent_calls_cannot_share_the_last_use_of_a_budget() -> None:
@@ -183,26 +195,52 @@ async def test_idempotent_and_unknown_effects() -> None:
         listed = {t.name: t.annotations for t in (await client.list_tools()).tools}
     assert listed["put_note"].idempotent_hint is True
     assert listed["save_note"].idempotent_hint is False
-    # An effect the mapping does not know leaves destructiveHint out: MCP reads that as true.
+    # An effect the mapping does not know is destructive, said so (never left out).
     assert listed["send_mail"].read_only_hint is False
-    assert listed["send_mail"].destructive_hint is None
+    assert listed["send_mail"].destructive_hint is True
+    assert listed["send_mail"].open_world_hint is False
+    # A tool that declares nothing has unknown effects: destructive and open-world, said so.
+    add_hints = listed["add"]
+    assert (add_hints.read_only_hint, add_hints.destructive_hint) == (False, True)
+    assert (add_hints.idempotent_hint, add_hints.open_world_hint) == (False, True)
+
+
+async def test_every_served_tool_states_all_four_hints() -> None:
+    async with Client(build_mcp_server(TOOLS)) as client:
+        listed = {t.name: t.annotations for t in (await client.list_tools()).tools}
+    for name, hints in listed.items():
+        stated = (
+            hints.read_only_hint,
+            hints.destructive_hint,
+            hints.idempotent_hint,
+            hints.open_world_hint,
+        )
+        assert all(isinstance(value, bool) for value in stated), name
 
 
 @pytest.mark.parametrize(
-    ("tags", "read_only", "open_world"),
+    ("tags", "read_only", "idempotent", "expected"),
     [
-        ((), True, False),
-        (("file_read",), True, False),
-        (("http",), False, True),
-        (("net_fetch",), False, True),
-        (("search",), False, True),
-        (("file_delete",), False, False),
-        (("state_write",), False, False),
+        # (readOnlyHint, destructiveHint, idempotentHint, openWorldHint)
+        ((), True, False, (True, False, True, False)),
+        (("file_read",), True, False, (True, False, True, False)),
+        (("web_search",), True, False, (True, False, True, True)),
+        (("http",), True, False, (True, False, True, True)),
+        ((), False, False, (False, True, False, True)),
+        ((), False, True, (False, True, True, True)),
+        (("file_read",), False, False, (False, False, False, False)),
+        (("http",), False, False, (False, False, False, True)),
+        (("net_fetch",), False, True, (False, False, True, True)),
+        (("search",), False, False, (False, False, False, True)),
+        (("file_delete",), False, False, (False, True, False, False)),
+        (("state_write",), False, True, (False, True, True, False)),
+        (("http", "file_write"), False, False, (False, True, False, True)),
+        (("payments",), False, False, (False, True, False, False)),
     ],
 )
-def test_hints_for_effect_tags(tags: tuple[str, ...], read_only: bool, open_world: bool) -> None:
-    hints = annotation_hints(True, tags)
-    assert hints["read_only_hint"] is read_only
-    assert hints["open_world_hint"] is open_world
-    if "file_delete" in tags:
-        assert hints["destructive_hint"] is True
+def test_hints_for_effect_tags(
+    tags: tuple[str, ...], read_only: bool, idempotent: bool, expected: tuple[bool, ...]
+) -> None:
+    hints = annotation_hints(tags, read_only=read_only, idempotent=idempotent)
+    names = ("read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hint")
+    assert tuple(hints[name] for name in names) == expected

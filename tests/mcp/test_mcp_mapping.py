@@ -17,65 +17,121 @@ from jianmu_bt.mcp import (
     annotation_hints,
     call_result_to_tool_result,
     effect_tags_from_annotations,
+    idempotent_from_annotations,
     local_tool_name,
     merge_providers_tools,
     parallel_safe_from_annotations,
+    read_only_from_annotations,
 )
 from jianmu_bt.mcp.results import tool_result_to_call_result
 
 # -- annotations -> metadata ---------------------------------------------------------------
 
 
-def test_read_only_hint_makes_a_tool_parallel_safe() -> None:
-    assert parallel_safe_from_annotations(types.ToolAnnotations(read_only_hint=True))
+def test_read_only_hint_makes_a_tool_read_only_and_parallel_safe() -> None:
+    hints = types.ToolAnnotations(read_only_hint=True)
+    assert read_only_from_annotations(hints) is True
+    assert parallel_safe_from_annotations(hints) is True
 
 
 @pytest.mark.parametrize(
     "annotations", [None, types.ToolAnnotations(), types.ToolAnnotations(read_only_hint=False)]
 )
-def test_without_read_only_hint_a_tool_runs_serially(annotations: Any) -> None:
+def test_without_read_only_hint_a_tool_is_not_read_only_and_runs_serially(annotations: Any) -> None:
+    assert read_only_from_annotations(annotations) is False
     assert parallel_safe_from_annotations(annotations) is False
 
 
-def test_destructive_and_open_world_hints_become_effect_tags() -> None:
+@pytest.mark.parametrize("annotations", [None, types.ToolAnnotations(), {}])
+def test_absent_hints_mean_destructive_and_open_world_as_the_spec_says(annotations: Any) -> None:
+    assert effect_tags_from_annotations(annotations) == ("destructive", "open_world")
+    assert idempotent_from_annotations(annotations) is False
+
+
+def test_only_hints_stated_false_take_the_effect_tags_away() -> None:
     both = types.ToolAnnotations(destructive_hint=True, open_world_hint=True)
     assert effect_tags_from_annotations(both) == ("destructive", "open_world")
-    assert effect_tags_from_annotations(types.ToolAnnotations(destructive_hint=False)) == ()
-    assert effect_tags_from_annotations(None) == ()
+    additive = types.ToolAnnotations(destructive_hint=False)
+    assert effect_tags_from_annotations(additive) == ("open_world",)
+    closed = types.ToolAnnotations(destructive_hint=False, open_world_hint=False)
+    assert effect_tags_from_annotations(closed) == ()
+
+
+def test_a_read_only_tool_is_never_destructive_nor_idempotent_from_its_hints() -> None:
+    # destructiveHint and idempotentHint mean something only when readOnlyHint is false.
+    read_only = types.ToolAnnotations(read_only_hint=True, destructive_hint=True)
+    assert effect_tags_from_annotations(read_only) == ("open_world",)
+    local = types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    assert effect_tags_from_annotations(local) == ()
+    said = types.ToolAnnotations(read_only_hint=True, idempotent_hint=True)
+    assert idempotent_from_annotations(said) is False
+
+
+def test_idempotent_hint_makes_a_tool_idempotent() -> None:
+    assert idempotent_from_annotations(types.ToolAnnotations(idempotent_hint=True)) is True
+    assert idempotent_from_annotations(types.ToolAnnotations(idempotent_hint=False)) is False
 
 
 def test_hints_are_read_from_plain_camel_case_mappings_too() -> None:
     assert parallel_safe_from_annotations({"readOnlyHint": True})
-    assert effect_tags_from_annotations({"openWorldHint": True}) == ("open_world",)
+    assert read_only_from_annotations({"readOnlyHint": True})
+    assert idempotent_from_annotations({"idempotentHint": True})
+    stated = {"destructiveHint": False, "openWorldHint": True}
+    assert effect_tags_from_annotations(stated) == ("open_world",)
 
 
 # -- metadata -> annotations ---------------------------------------------------------------
 
-
-def test_a_parallel_safe_tool_without_write_effects_is_read_only() -> None:
-    assert annotation_hints(True, ()) == {"read_only_hint": True, "open_world_hint": False}
+ALL_HINTS = {"read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hint"}
 
 
-@pytest.mark.parametrize("tag", ["file_write", "exec", "destructive"])
-def test_write_and_exec_effects_are_destructive_and_not_read_only(tag: str) -> None:
-    hints = annotation_hints(True, [tag])
+def test_a_read_only_tool_is_read_only_not_destructive_and_idempotent() -> None:
+    assert annotation_hints((), read_only=True) == {
+        "read_only_hint": True,
+        "destructive_hint": False,
+        "idempotent_hint": True,
+        "open_world_hint": False,
+    }
+
+
+@pytest.mark.parametrize("tag", ["file_write", "exec", "destructive", "state_write", "web_write"])
+def test_write_and_exec_effects_are_destructive(tag: str) -> None:
+    hints = annotation_hints([tag])
     assert hints["read_only_hint"] is False
     assert hints["destructive_hint"] is True
 
 
-def test_any_effect_ending_in_write_is_not_read_only_but_not_destructive() -> None:
-    hints = annotation_hints(True, ["state_write"])
-    assert hints["read_only_hint"] is False
-    assert "destructive_hint" not in hints
+def test_a_tool_with_no_effect_tags_that_is_not_read_only_has_unknown_effects() -> None:
+    # Unknown effects are effects: the specification's own defaults, sent explicitly.
+    assert annotation_hints(()) == {
+        "read_only_hint": False,
+        "destructive_hint": True,
+        "idempotent_hint": False,
+        "open_world_hint": True,
+    }
 
 
 @pytest.mark.parametrize("tag", ["http", "web_search"])
 def test_network_effects_are_open_world(tag: str) -> None:
-    assert annotation_hints(True, [tag])["open_world_hint"] is True
+    assert annotation_hints([tag])["open_world_hint"] is True
+    assert annotation_hints([tag], read_only=True)["open_world_hint"] is True
 
 
-def test_a_tool_that_is_not_parallel_safe_is_not_read_only() -> None:
-    assert annotation_hints(False, ())["read_only_hint"] is False
+@pytest.mark.parametrize(
+    ("tags", "read_only", "idempotent"),
+    [
+        ((), False, False),
+        (("http",), False, True),
+        (("file_read",), True, False),
+        (("email_send",), False, True),
+    ],
+)
+def test_every_hint_is_always_sent(
+    tags: tuple[str, ...], read_only: bool, idempotent: bool
+) -> None:
+    hints = annotation_hints(tags, read_only=read_only, idempotent=idempotent)
+    assert set(hints) == ALL_HINTS
+    assert all(isinstance(value, bool) for value in hints.values())
 
 
 # -- results -----------------------------------------------------------------------------
