@@ -306,7 +306,7 @@ class StateManager:
     def exact_snapshot(self) -> dict[str, Any]:
         """The state as a durable run records it: values as they are (the store's encoding keeps
         them exact), fields of models or dataclasses as pydantic dumps them; `restore` reads it."""
-        values = self.get()
+        values: dict[str, Any] = self.get()
         for name, plan in self._fields.items():
             if plan.dump:
                 values[name] = plan.adapter.dump_python(values[name])

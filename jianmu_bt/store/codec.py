@@ -88,7 +88,7 @@ def _dict(value: dict[Any, Any], sort: bool) -> Any:
             if out is None:
                 out = dict(value)
             out[key] = new
-    if len(value) == 1 and next(iter(value))[:1] == "$":  # it would read as a tag: escape it
+    if len(value) == 1 and key[:1] == "$":  # (its one key) it would read as a tag: escape it
         return _pairs(value, sort)
     return value if out is None else out
 
@@ -259,6 +259,7 @@ def _encode(value: Any, sort: bool) -> Any:
 def _encoder_of(value: Any) -> Callable[[Any, bool], Any]:
     """The encoder of a type the table does not hold (found once per type, then kept)."""
     kind = type(value)
+    found: Callable[[Any, bool], Any]
     if isinstance(value, enum.Enum):
         found = _enum
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
