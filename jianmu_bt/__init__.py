@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time `__getattr__` 
     from jianmu_bt.runtime import (
         AgentState as AgentState,
         AsyncNode as AsyncNode,
+        PythonTree as PythonTree,
         RunResult as RunResult,
         StateManager as StateManager,
         TreeRunner as TreeRunner,

@@ -29,7 +29,7 @@ from typing import Any
 
 from jianmu_bt.llm.scripted import ScriptedProvider
 from jianmu_bt.loader import TreeLoadError, load_tree
-from jianmu_bt.loader.durable import DurableRunError
+from jianmu_bt.runtime.durable import DurableRunError
 from jianmu_bt.runtime.lease import heartbeat_seconds, owner_is_dead
 from jianmu_bt.sandbox.ray_runner import require_ray
 from jianmu_bt.sandbox.ray_waits import run_with_released_cpus

@@ -67,16 +67,19 @@ def handle(args: argparse.Namespace) -> int:
         if not run.tree_path:
             raise CLIError(
                 f"run {args.run_id} was not started from a tree file; resume it "
-                "from Python with tree.resume()"
+                "from Python with tree.resume() (or give its PythonTree a source=)"
             )
-        if not Path(run.tree_path).is_file():
+        from jianmu_bt.runtime.python_tree import PYTHON_SOURCE_PREFIX
+
+        python = run.tree_path.startswith(PYTHON_SOURCE_PREFIX)
+        if not python and not Path(run.tree_path).is_file():
             raise CLIError(f"run {args.run_id}: its tree file {run.tree_path} no longer exists")
         ask = "ask" in args.approve or (not args.approve and not args.deny and _on_terminal())
         approve = [a for a in args.approve if a != "ask"]
         deny = list(args.deny)
         if ask:
             _ask_about(waiting_calls(store, args.run_id), approve, deny)
-        tree = load_tree_file(run.tree_path)
+        tree = _python_tree(run.tree_path) if python else load_tree_file(run.tree_path)
         try:
 
             def start() -> Any:
@@ -98,6 +101,19 @@ def handle(args: argparse.Namespace) -> int:
             tree.close()
     finally:
         store.close()
+
+
+def _python_tree(source: str) -> Any:
+    """The PythonTree a run's `python:module:function` source builds (CLIError when it cannot:
+    the module must be importable here, on PYTHONPATH or from the current folder)."""
+    from jianmu_bt.runtime.python_tree import python_tree_from_source
+
+    if "" not in sys.path:  # `python -m` puts the current folder first; the script may not
+        sys.path.insert(0, "")
+    try:
+        return python_tree_from_source(source)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
 
 
 def _on_terminal() -> bool:

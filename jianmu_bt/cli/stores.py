@@ -33,7 +33,7 @@ def open_run_store(location: str | None, *, create: bool) -> RunStore:
 def store_errors() -> Iterator[None]:
     """Turn run store and durable-run errors into CLIError (one line): exit 75 when the store
     failed or is unavailable (try again later), else 1."""
-    from jianmu_bt.loader.durable import DurableRunError
+    from jianmu_bt.runtime.durable import DurableRunError
     from jianmu_bt.runtime.journal import StoreFaultError
     from jianmu_bt.store import StoreError, StoreUnavailableError
 

@@ -14,12 +14,9 @@ answer a guard's held calls with `approve` / `reject` and an MCP server's questi
 from __future__ import annotations
 
 import copy
-import functools
-import inspect
-import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -27,61 +24,22 @@ import py_trees
 from py_trees.common import Status
 
 from jianmu_bt.loader.diagnostics import Diagnostic
-from jianmu_bt.loader.durable import DurableRun, as_store
 from jianmu_bt.loader.model import TreeFileBase
 from jianmu_bt.loader.node_info import NodeInfo, node_info
 from jianmu_bt.loader.session import LoadedRunner, ProviderSession
 from jianmu_bt.loader.state_model import StateInfo
-from jianmu_bt.loader.tree_questions import TreeQuestions
-from jianmu_bt.runtime import EventBus, RunResult, StateManager
+from jianmu_bt.runtime import EventBus, StateManager
 from jianmu_bt.runtime.context import new_run_id as new_run_id_for
-from jianmu_bt.store import RunRecord, RunStore
+from jianmu_bt.runtime.durable_driver import DurableDriver
+from jianmu_bt.runtime.tree_desk import TreeDesk
 from jianmu_bt.tools import ToolSet
-
-P = ParamSpec("P")
-
-
-def forked_record(source: RunRecord, run_id: str | None = None) -> RunRecord:
-    """The record of a new paused run forked from the run `source` (its tree, file and inputs),
-    for `RunStore.fork` (`Tree.fork`, the viewer's "fork from here")."""
-    now = time.time()
-    return RunRecord(
-        run_id=run_id or new_run_id_for(),
-        **{k: getattr(source, k) for k in ("tree", "tree_path", "tree_digest", "inputs")},
-        status="paused",
-        started=now,
-        updated=now,
-    )
 
 
 class TreeInputError(ValueError):
     """A run was started without a value for a field the file marks `input: true`."""
 
 
-def _blocking(
-    method: Callable[Concatenate[Tree, P], Awaitable[RunResult]],
-) -> Callable[Concatenate[Tree, P], RunResult]:
-    """The blocking twin of an async Tree method (`arun` -> `run`): the same arguments, run in
-    the tree's tick loop when `tick()` started one, else in a new event loop."""
-
-    def blocking(self: Tree, /, *args: P.args, **kwargs: P.kwargs) -> RunResult:
-        work = functools.partial(method, self, *args, **kwargs)
-        if self.runner.has_background_loop:
-            result: RunResult = self.runner.background_loop().call(work)
-            return result
-        return anyio.run(work)
-
-    functools.update_wrapper(blocking, method)
-    name = method.__name__.removeprefix("a")
-    blocking.__name__, blocking.__qualname__ = name, f"Tree.{name}"
-    own = inspect.cleandoc(method.__doc__ or "")
-    blocking.__doc__ = (
-        f"Blocking form of `{method.__name__}` (for code outside an event loop).\n\n{own}"
-    )
-    return blocking
-
-
-class Tree(TreeQuestions):
+class Tree(TreeDesk, DurableDriver):
     """A loaded tree. Close it (or use `with`) to stop its background loop and free its state.
 
     `model` is the file's settings (name, description, state, tools, llm, guard); its nodes'
@@ -192,112 +150,6 @@ class Tree(TreeQuestions):
         self._check_open()
         return self.runner.tick()
 
-    async def arun(
-        self,
-        inputs: Mapping[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        store: RunStore | str | Path | None = None,
-        run_id: str | None = None,
-        hold: str = "wait",
-    ) -> RunResult:
-        """Run to the root's first SUCCESS or FAILURE (or `timeout` seconds).
-
-        Every run is a new run with its own id (`run_id`, or a fresh one), starting from the
-        tree's initial state plus `inputs` (values set on `tree.state` before the first run
-        count as inputs). With a `store` (a RunStore, an SQLite file path or a PostgreSQL URL)
-        the run is durable: recorded there, resumable with `resume` after a pause or a crash.
-        `hold` is what a call held for approval does: "wait" in this process, or "pause" the
-        run (the result's `run_status` is then "paused").
-        """
-        return await self._drive(self._begin(inputs, store, run_id, hold), timeout)
-
-    run = _blocking(arun)
-
-    async def aresume(
-        self,
-        run_id: str,
-        *,
-        store: RunStore | str | Path,
-        approve: Iterable[str] = (),
-        deny: Iterable[str] = (),
-        hold: str = "wait",
-        timeout: float | None = None,
-    ) -> RunResult:
-        """Continue a durable run in this process from its journal.
-
-        Steps that finished are not run again (their results come from the journal). `approve`
-        and `deny` decide calls that wait (call ids, or "all" to approve every one): an approved
-        held call runs, an approved call in doubt runs again, a denied held call is `denied` and a
-        denied call in doubt `skipped` (the node sees a failed result). Raises DurableRunError
-        for a finished run, a changed tree or a run another process holds.
-        """
-        return await self._drive(self._resume(run_id, store, approve, deny, hold), timeout)
-
-    resume = _blocking(aresume)
-
-    def fork(
-        self,
-        run_id: str,
-        checkpoint: int,
-        *,
-        store: RunStore | str | Path,
-        new_run_id: str | None = None,
-        hold: str = "wait",
-        timeout: float | None = None,
-    ) -> RunResult:
-        """Time travel: a new run that continues `run_id` from an earlier checkpoint of its
-        history (`store.history(run_id)`): the steps up to that checkpoint are taken from the
-        journal, everything after it runs anew."""
-        runs = as_store(store, create=False)
-        new = forked_record(runs.get_run(run_id), new_run_id)
-        runs.fork(run_id, checkpoint, new)
-        return self.resume(new.run_id, store=runs, hold=hold, timeout=timeout)
-
-    def _begin(
-        self,
-        inputs: Mapping[str, Any] | None,
-        store: RunStore | str | Path | None,
-        run_id: str | None,
-        hold: str,
-    ) -> DurableRun | None:
-        """Start a new run: fresh state and guard, inputs written, a durable record if asked."""
-        self._check_open()
-        self._fresh(run_id)
-        self._check_inputs(inputs)
-        if inputs:
-            self.state.update(inputs)
-        if store is None:
-            return None
-        durable = DurableRun(self, as_store(store), self.runner.context.run_id, hold)
-        durable.start(self.state.exact_snapshot())
-        return durable
-
-    def _resume(
-        self,
-        run_id: str,
-        store: RunStore | str | Path,
-        approve: Iterable[str],
-        deny: Iterable[str],
-        hold: str,
-    ) -> DurableRun:
-        self._check_open()
-        self._fresh(run_id)
-        durable = DurableRun(self, as_store(store, create=False), run_id, hold)
-        durable.resume(approve, deny)
-        return durable
-
-    async def _drive(self, durable: DurableRun | None, timeout: float | None) -> RunResult:
-        """Run the tree; a durable run records how it ended, or lets its lease go when the run
-        raised (it stays resumable)."""
-        try:
-            result = await self.runner.arun(None, timeout=timeout)
-        except BaseException:
-            if durable is not None:
-                durable.abandon()
-            raise
-        return result if durable is None else durable.finish(result)
-
     def _fresh(self, run_id: str | None) -> None:
         """Every run after the first starts from the initial state and guard."""
         if self._runs:
@@ -338,26 +190,6 @@ class Tree(TreeQuestions):
     def guards(self) -> list[Any]:
         """Every guard of the tree: the file's, then those of agents that have their own."""
         return list(self._guards)
-
-    def _guard_for(self, call_id: str) -> Any:
-        for guard in self._guards:
-            if guard.approvals.get(call_id) is not None:
-                return guard
-        if not self._guards:
-            raise LookupError(f"tree '{self.name}' has no guard, so nothing awaits approval")
-        return self._guards[0]  # raises the store's own "unknown call id" error
-
-    def approve(self, call_id: str, note: str | None = None) -> Any:
-        """Approve a held tool call (the run goes on); returns the approval record."""
-        return self._guard_for(call_id).approvals.approve(call_id, note)
-
-    def reject(self, call_id: str, reason: str) -> Any:
-        """Reject a held tool call with a reason the agent is told; returns the record."""
-        return self._guard_for(call_id).approvals.reject(call_id, reason)
-
-    def pending_approvals(self) -> list[Any]:
-        """Every tool call waiting for a reviewer, across the tree's guards."""
-        return [record for guard in self._guards for record in guard.approvals.pending()]
 
     # -- closing ---------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         RunContext as RunContext,
         TaskHandle as TaskHandle,
     )
+    from jianmu_bt.runtime.durable import DurableRunError as DurableRunError
     from jianmu_bt.runtime.events import (
         Event as Event,
         EventBus as EventBus,
@@ -25,6 +26,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         read_trace as read_trace,
     )
     from jianmu_bt.runtime.journal import StoreFaultError as StoreFaultError
+    from jianmu_bt.runtime.python_tree import PythonTree as PythonTree
     from jianmu_bt.runtime.reducers import Reducer as Reducer, ReducerSpec as ReducerSpec
     from jianmu_bt.runtime.runner import RunResult as RunResult, TreeRunner as TreeRunner
     from jianmu_bt.runtime.services import RunGuard as RunGuard

@@ -21,6 +21,7 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from jianmu_bt.runtime.events import EventBus
+from jianmu_bt.runtime.stopping import RunStopped
 from jianmu_bt.runtime.task_groups import DeferredStarts, LoopTasks, start_soon
 
 if TYPE_CHECKING:
@@ -104,30 +105,6 @@ class TaskHandle:
 
 class NodeTimeoutError(TimeoutError):
     """A node's work exceeded the node's own timeout."""
-
-
-class RunStopped(BaseException):
-    """Raised by work that must end the whole run at once, never be a node's outcome: a durable
-    run whose store failed. A BaseException so that no `except Exception` on the way (a node's,
-    a tool wrapper's) takes it for a failure a Selector could fall back from. The runner halts
-    every node and raises `error` from `run`/`arun`."""
-
-    def __init__(self, error: Exception) -> None:
-        super().__init__(str(error))
-        self.error = error
-        """The exception `run`/`arun` raise for it."""
-
-
-def stop_of(exc: BaseException) -> RunStopped | None:
-    """The RunStopped that `exc` is, or holds (a task group wraps what its tasks raised)."""
-    if isinstance(exc, RunStopped):
-        return exc
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            found = stop_of(inner)
-            if found is not None:
-                return found
-    return None
 
 
 class RunContext:

@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from jianmu_bt.runtime.context import RunStopped
 from jianmu_bt.runtime.lease import (
     Heartbeat,
     heartbeat_seconds,
     new_lease_owner as new_lease_owner,  # its older home
     owner_is_dead as owner_is_dead,  # its older home
 )
+from jianmu_bt.runtime.stopping import RunStopped
 from jianmu_bt.store import LeaseLostError, StoreError, StoreUnavailableError, patiently
 from jianmu_bt.store.patience import DEFAULT_PATIENCE
 

@@ -27,7 +27,7 @@ from py_trees.common import Status
 
 from jianmu_bt.runtime.async_node import ContextNode
 from jianmu_bt.runtime.background import BackgroundLoop
-from jianmu_bt.runtime.context import RunContext, stop_of
+from jianmu_bt.runtime.context import RunContext
 from jianmu_bt.runtime.events import EventBus
 from jianmu_bt.runtime.pacing import TickPacer, only_work_can_move, seconds_to_deadline
 from jianmu_bt.runtime.progress import node_keys, tree_progress
@@ -37,6 +37,7 @@ from jianmu_bt.runtime.results import (
 )
 from jianmu_bt.runtime.services import RunGuard
 from jianmu_bt.runtime.state import StateManager
+from jianmu_bt.runtime.stopping import stop_of
 from jianmu_bt.runtime.task_groups import (
     LOOP_TASKS,
     DeferredStarts,

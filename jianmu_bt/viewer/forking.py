@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from jianmu_bt.loader.tree import forked_record
+from jianmu_bt.runtime.durable_driver import forked_record
 from jianmu_bt.store import StoreError, open_store
 
 

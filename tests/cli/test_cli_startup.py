@@ -21,7 +21,7 @@ HEAVY = (
     "anyio._backends",
     "jianmu_bt.loader.tree",
     "jianmu_bt.loader.session",
-    "jianmu_bt.loader.durable",
+    "jianmu_bt.runtime.durable",
     "jianmu_bt.llm.anthropic",
     "jianmu_bt.llm.openai_compat",
 )

@@ -1,16 +1,21 @@
 """kill -9 at each kind of step of a run of side-effecting steps, then resume until done: every
-step happens exactly once (counted in a ledger file the tools write)."""
+step happens exactly once (counted in a ledger file the tools write). The same pipeline runs as
+a YAML tree (`jianmu run` / `jianmu resume`) and as a tree built in Python (a PythonTree in a
+script of its own, resumed by the script or by `jianmu resume`)."""
 
 from __future__ import annotations
 
 import random
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
 from durable_helpers import (
     PIPELINE,
     PIPELINE_STEPS,
+    TREES,
     cli_env,
     jianmu,
     ledger_names,
@@ -81,16 +86,47 @@ def _decide(document, ledger) -> list[str]:
     return flags
 
 
+PYTHON_PIPELINE = TREES / "python_pipeline.py"
+
+
+def _python(*args, env, cwd) -> subprocess.Popen[str]:
+    """Start the Python-built pipeline's script (`run` or `resume`) without waiting."""
+    return subprocess.Popen(
+        [sys.executable, str(PYTHON_PIPELINE), *map(str, args)],
+        env={**env, "PYTHONPATH": f"{env['PYTHONPATH']}:{TREES}"},
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def test_the_reference_run_writes_each_step_once_and_fits_the_kill_points(tmp_path):
     assert _reference_positions(tmp_path) == REFERENCE_ROWS == max(KILL_POINTS)
 
 
+def test_the_python_built_pipeline_writes_the_same_journal_rows(tmp_path):
+    ledger, db = tmp_path / "ledger", tmp_path / "runs.db"
+    process = _python("run", "R", db, env=cli_env(ledger), cwd=tmp_path)
+    assert process.wait(timeout=60) == 0, process.stderr.read()
+    assert ledger_names(ledger) == dict.fromkeys(PIPELINE_STEPS, 1)
+    with SQLiteStore(db, create=False) as store:
+        assert len(store.journal_log("R")) == REFERENCE_ROWS
+        assert store.get_run("R").tree_path == "python:python_pipeline:pipeline"
+
+
+@pytest.mark.parametrize("built", ["yaml", "python"])
 @pytest.mark.parametrize("kill_after", sorted(KILL_POINTS))
-def test_kill_9_after_any_journal_row_then_resume_runs_each_step_exactly_once(tmp_path, kill_after):
+def test_kill_9_after_any_journal_row_then_resume_runs_each_step_exactly_once(
+    tmp_path, kill_after, built
+):
     rng = random.Random(kill_after)
     ledger, db = tmp_path / "ledger", tmp_path / "runs.db"
     env = cli_env(ledger, STEP_DELAY)
-    first = start("run", PIPELINE, "--store", db, "--run-id", "R", env=env, cwd=tmp_path)
+    if built == "yaml":
+        first = start("run", PIPELINE, "--store", db, "--run-id", "R", env=env, cwd=tmp_path)
+    else:
+        first = _python("run", "R", db, env=env, cwd=tmp_path)
     # Kill once the run is recorded and has written `kill_after` journal rows, at a random
     # moment inside the step that follows.
     wait_for(lambda: _position(db) >= max(kill_after, 1) or first.poll() is not None)
@@ -105,7 +141,11 @@ def test_kill_9_after_any_journal_row_then_resume_runs_each_step_exactly_once(tm
         if document["status"] in ("succeeded", "failed"):
             break
         flags = _decide(document, ledger)
-        process = start("resume", "R", "--store", db, *flags, env=env, cwd=tmp_path)
+        if built == "python" and rng.random() < 0.5:  # its own script, or `jianmu resume`
+            process = _python("resume", "R", db, *flags, env=env, cwd=tmp_path)
+        else:
+            python_path = {**env, "PYTHONPATH": f"{env['PYTHONPATH']}:{TREES}"}
+            process = start("resume", "R", "--store", db, *flags, env=python_path, cwd=tmp_path)
         if kills < 2 and rng.random() < 0.4:  # sometimes the resumed process dies too
             time.sleep(rng.uniform(0.4, 0.9))
             if process.poll() is None:

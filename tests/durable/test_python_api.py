@@ -6,7 +6,7 @@ import pytest
 
 from jianmu_bt import tool
 from jianmu_bt.loader import load_tree
-from jianmu_bt.loader.durable import DurableRunError
+from jianmu_bt.runtime.durable import DurableRunError
 from jianmu_bt.runtime.journal import StoreFaultError
 from jianmu_bt.store import JournalEntry, SQLiteStore, digest_arguments
 

@@ -7,6 +7,7 @@ back finishes the run with every side effect done at most once and no finished c
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 
 import pytest
@@ -99,6 +100,7 @@ def test_a_store_down_from_any_write_stops_the_run_and_a_resume_finishes_it(
         with store, _tree() as tree, pytest.raises(StoreFaultError, match=run_id) as raised:
             tree.run(store=store, run_id=run_id)
         assert "failed to record" in str(raised.value) and "\n" not in str(raised.value)
+        assert not [t for t in threading.enumerate() if t.name.startswith("jianmu-lease")]
         before = list(CALLS)
         assert "fallback" not in before, (n, before)  # the Selector did not move on
         assert before == EVERY_CALL[: len(before)], (n, before)  # nothing after the fault

@@ -1,11 +1,11 @@
-"""Durable runs of a loaded tree: record a run in a run store, resume it, fork it.
+"""Durable runs of a tree: record a run in a run store, resume it, fork it.
 
-`Tree.run(store=...)`, `Tree.resume(...)` and `Tree.fork(...)` use `DurableRun`: it writes the
-run's record and first checkpoint (its initial state), takes the run's lease, gives the runner a
-RunJournal, and after the run records how it ended (`succeeded`, `failed` or `paused`) and lets
-the lease go. A resume checks the tree's digest, applies the reviewers' decisions to the journal,
-puts the state back to the run's initial state and replays the run against its journal (see
-`jianmu_bt.runtime.journal`).
+`run(store=...)`, `resume(...)` and `fork(...)` of every tree (`DurableDriver`) use `DurableRun`:
+it writes the run's record and first checkpoint (its initial state), takes the run's lease,
+gives the runner a RunJournal, and after the run records how it ended (`succeeded`, `failed` or
+`paused`) and lets the lease go. A resume checks the tree's digest, applies the reviewers'
+decisions to the journal, puts the state back to the run's initial state and replays the run
+against its journal (see `jianmu_bt.runtime.journal`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
-from jianmu_bt.runtime import RunResult, StateManager, TreeRunner
 from jianmu_bt.runtime.journal import WAITING_CALL, RunJournal, StoreFaultError
 from jianmu_bt.runtime.lease import (
     heartbeat_seconds,
@@ -26,6 +25,9 @@ from jianmu_bt.runtime.lease import (
     new_lease_owner,
     owner_is_dead,
 )
+from jianmu_bt.runtime.results import RunResult
+from jianmu_bt.runtime.runner import TreeRunner
+from jianmu_bt.runtime.state import StateManager
 from jianmu_bt.store import (
     JournalEntry,
     LeaseError,
@@ -50,15 +52,15 @@ class DurableRunError(ValueError):
 
 
 class DurableTree(Protocol):
-    """What a durable run uses of a loaded tree (the loader's `Tree` is one): its `name`, `path`
-    and `digest` (recorded with the run: a resume refuses a changed tree), its `state` (put back
-    to the run's initial state on resume), its `runner` (whose context gets the run's id and
-    journal) and its `guards` (checkpointed with the run)."""
+    """What a durable run uses of a tree (a YAML `Tree`, a `PythonTree`): its `name`,
+    `run_source` (where a later process finds it) and `digest` (recorded with the run: a resume
+    refuses a changed tree), its `state` (put back to the run's initial state on resume), its
+    `runner` (whose context gets the run's id and journal) and its `guards` (checkpointed)."""
 
     @property
     def name(self) -> str: ...
     @property
-    def path(self) -> Path | None: ...
+    def run_source(self) -> str: ...
     @property
     def digest(self) -> str: ...
     @property
@@ -103,7 +105,7 @@ class DurableRun:
             status="running",
             started=now,
             updated=now,
-            tree_path=str(tree.path.resolve()) if tree.path else "",
+            tree_path=tree.run_source,
             tree_digest=tree.digest,
             inputs=inputs,
         )
@@ -124,7 +126,7 @@ class DurableRun:
             raise DurableRunError(
                 f"the tree changed since run {self.run_id} began ({run.tree_path or run.tree}: "
                 f"digest {self.tree.digest[:12]}, the run's is {run.tree_digest[:12]}); resume it "
-                "with the file as it was, or start a new run"
+                "with the tree as it was, or start a new run"
             )
         self._decisions(approve, deny)  # refused before anything is written
         steal = run.lease_owner if owner_is_dead(run.lease_owner) else None

@@ -1,6 +1,8 @@
-"""Tree's questions for a person: what MCP servers asked the run (elicitation) and answering them.
+"""A tree's desk for a person: calls held for approval, and questions MCP servers asked the run.
 
-A mixin of `Tree` (kept apart so tree.py stays small). The questions live in the run's
+A mixin of every tree (`jianmu_bt.loader.Tree`, `PythonTree`): `pending_approvals`, `approve` and
+`reject` decide the calls its guards hold; `pending_questions`, `answer` and `attend_questions`
+deal with servers' questions (elicitation). The questions live in the run's
 QuestionStore (`jianmu_bt.runtime.questions`); `input.requested` events announce them. A server's
 question is asked only while someone attends the tree's questions; otherwise it is declined at
 once, so an unattended run never waits on one:
@@ -23,14 +25,41 @@ from typing import TYPE_CHECKING, Any
 from jianmu_bt.runtime.questions import Question, questions_of
 
 if TYPE_CHECKING:
-    from jianmu_bt.loader.session import LoadedRunner
+    from jianmu_bt.runtime.runner import TreeRunner
 
 
-class TreeQuestions:
-    """`pending_questions` and `answer`, like `pending_approvals` and `approve` for held calls,
-    and `attend_questions`, which says that someone answers them."""
+class TreeDesk:
+    """`pending_approvals`, `approve` and `reject` for held calls; `pending_questions`, `answer`
+    and `attend_questions` (which says that someone answers them) for servers' questions."""
 
-    runner: LoadedRunner
+    runner: TreeRunner
+    name: str
+
+    @property
+    def guards(self) -> list[Any]:
+        """Every guard of the tree."""
+        raise NotImplementedError
+
+    def _guard_for(self, call_id: str) -> Any:
+        guards = self.guards
+        for guard in guards:
+            if guard.approvals.get(call_id) is not None:
+                return guard
+        if not guards:
+            raise LookupError(f"tree '{self.name}' has no guard, so nothing awaits approval")
+        return guards[0]  # raises the store's own "unknown call id" error
+
+    def approve(self, call_id: str, note: str | None = None) -> Any:
+        """Approve a held tool call (the run goes on); returns the approval record."""
+        return self._guard_for(call_id).approvals.approve(call_id, note)
+
+    def reject(self, call_id: str, reason: str) -> Any:
+        """Reject a held tool call with a reason the agent is told; returns the record."""
+        return self._guard_for(call_id).approvals.reject(call_id, reason)
+
+    def pending_approvals(self) -> list[Any]:
+        """Every tool call waiting for a reviewer, across the tree's guards."""
+        return [record for guard in self.guards for record in guard.approvals.pending()]
 
     def pending_questions(self) -> list[Question]:
         """The questions for a person that wait for an answer (oldest first), from any thread."""
