@@ -55,7 +55,7 @@ def render(value: Any, lookup: Callable[[str], Any]) -> Any:
             resolved = _resolve(match.group(1), lookup)
             if isinstance(resolved, str):
                 return resolved
-            return json.dumps(resolved, ensure_ascii=False, default=str)
+            return json.dumps(resolved, ensure_ascii=False, default=_text_default)
 
         return REFERENCE.sub(substitute, value)
     if isinstance(value, Mapping):
@@ -63,6 +63,14 @@ def render(value: Any, lookup: Callable[[str], Any]) -> Any:
     if isinstance(value, list):
         return [render(v, lookup) for v in value]
     return value
+
+
+def _text_default(value: Any) -> Any:
+    """A value JSON lacks, in a reference's text: a set's members sorted (a set's own order
+    differs between processes, and a resumed run must render the same text), else its `str()`."""
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=repr)
+    return str(value)
 
 
 def _resolve(path: str, lookup: Callable[[str], Any]) -> Any:
