@@ -56,7 +56,7 @@ class FunctionTool(Tool):
         if not callable(fn):
             raise TypeError(f"@tool needs a function, got {type(fn).__name__}")
         tags = tuple(effect_tags)
-        check_effects(name or getattr(fn, "__name__", "tool"), read_only, tags)
+        check_effects(name or fn.__name__, read_only, tags)
         self.fn = fn
         functools.update_wrapper(self, fn, updated=())
         self.signature = FunctionSignature.from_function(fn, injected)
