@@ -62,6 +62,7 @@ class RunStore(ABC):
         *,
         release: bool = False,
         fence: int | None = None,
+        delta: bool = False,
     ) -> int:
         """Record progress of a run in one atomic transaction; return its last journal position.
 
@@ -70,6 +71,8 @@ class RunStore(ABC):
         when None, no lease is needed but nobody may hold an unexpired one (else LeaseError).
         Appends `entries` (positions assigned in order), writes `checkpoint` at the last
         position, and sets `status` and `reason` when given; `updated` is always set. With
+        `delta`, `checkpoint` is what changed since the run's previous checkpoint
+        (`jianmu_bt.store.deltas`; readers get the whole document). With
         `release` (and an `owner`) the lease is given up in the same transaction, as
         `release_lease` would after it: a run's last write. Raises ValueError for an unknown run
         status, call status or call kind, writing nothing.

@@ -16,6 +16,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from jianmu_bt.store.base import RunStore
+from jianmu_bt.store.deltas import check_delta
 from jianmu_bt.store.errors import (
     CheckpointNotFoundError,
     LeaseError,
@@ -31,6 +32,7 @@ from jianmu_bt.store.sqlrows import (
     check_data,
     check_status,
     checkpoint_from_row,
+    checkpoints_from_rows,
     dumps,
     entry_from_row,
     format_time,
@@ -151,7 +153,7 @@ class SQLRunStore(RunStore):
                     run_id=run.run_id,
                 )
             if data is not None:
-                cur.run(self._sql["insert_cp"], (run.run_id, 1, now, 0, data))
+                cur.run(self._sql["insert_cp"], (run.run_id, 1, now, 0, data, 0))
         return run
 
     def get_run(self, run_id: str) -> RunRecord:
@@ -192,10 +194,13 @@ class SQLRunStore(RunStore):
         *,
         release: bool = False,
         fence: int | None = None,
+        delta: bool = False,
     ) -> int:
         """See `RunStore.append`."""
         if status is not None:
             check_status(status)
+        if delta and checkpoint is not None:
+            check_delta(checkpoint)
         rows = []
         for e in entries:
             if e.status not in CALL_STATUSES:
@@ -246,8 +251,12 @@ class SQLRunStore(RunStore):
             if rows:
                 cur.many(self._sql["insert_entry"], rows)
             if data is not None:
+                if delta and seq == 0:
+                    raise ValueError(
+                        f"run {run_id!r} has no checkpoint yet: its first one cannot be a delta"
+                    )
                 seq += 1
-                cur.run(self._sql["insert_cp"], (run_id, seq, now, position, data))
+                cur.run(self._sql["insert_cp"], (run_id, seq, now, position, data, int(delta)))
             update = "release_run" if release and owner is not None else "update_run"
             cur.run(self._sql[update], (status, reason, now, position, seq, run_id))
         return position
@@ -279,6 +288,13 @@ class SQLRunStore(RunStore):
             f"run {run_id!r} in {self.location} has no checkpoint {seq} ({has})"
         )
 
+    def _chain(self, cur: Cursor, run_id: str, seq: int) -> Checkpoint | None:
+        """Checkpoint `seq`, made from the last full one at or before it and the deltas after."""
+        rows = cur.all(self._sql["cp_chain"], (run_id, seq, run_id, seq))
+        if not rows or rows[-1][1] != seq:
+            return None
+        return checkpoints_from_rows(rows)[-1]
+
     def latest_checkpoint(self, run_id: str) -> Checkpoint | None:
         """See `RunStore.latest_checkpoint`."""
         with self._transaction(False) as cur:
@@ -286,7 +302,7 @@ class SQLRunStore(RunStore):
             if row is None:
                 self._require_run(cur, run_id)
                 return None
-        return checkpoint_from_row(row)
+            return self._chain(cur, run_id, row[1]) if row[5] else checkpoint_from_row(row)
 
     def checkpoint(self, run_id: str, seq: int) -> Checkpoint:
         """See `RunStore.checkpoint`."""
@@ -294,7 +310,9 @@ class SQLRunStore(RunStore):
             row = cur.one(self._sql["checkpoint"], (run_id, seq))
             if row is None:
                 raise self._missing_checkpoint(cur, run_id, seq)
-        return checkpoint_from_row(row)
+            found = self._chain(cur, run_id, seq) if row[5] else checkpoint_from_row(row)
+        assert found is not None  # a delta row always follows a full one
+        return found
 
     def history(self, run_id: str) -> list[Checkpoint]:
         """See `RunStore.history`."""
@@ -302,7 +320,7 @@ class SQLRunStore(RunStore):
             rows = cur.all(self._sql["history"], (run_id,))
             if not rows:
                 self._require_run(cur, run_id)
-        return [checkpoint_from_row(row) for row in rows]
+        return checkpoints_from_rows(rows)
 
     def fork(self, run_id: str, seq: int, new_run: RunRecord) -> RunRecord:
         """See `RunStore.fork`."""
@@ -313,6 +331,10 @@ class SQLRunStore(RunStore):
             target = cur.one(self._sql["checkpoint"], (run_id, seq))
             if target is None:
                 raise self._missing_checkpoint(cur, run_id, seq)
+            if target[5]:  # a delta: the fork gets the whole document it stands for
+                whole = self._chain(cur, run_id, seq)
+                assert whole is not None
+                target = (*target[:4], dumps(whole.data), 0)
             first = target if seq == 1 else cur.one(self._sql["checkpoint"], (run_id, 1))
             copies = [target] if first is None or seq == 1 else [first, target]
             rows = cur.all(self._sql["journal_log"], (run_id, target[3]))
@@ -330,7 +352,9 @@ class SQLRunStore(RunStore):
                 )
             for new_seq, cp in enumerate(copies, 1):
                 moved = bisect.bisect_right(old, cp[3])
-                cur.run(self._sql["insert_cp"], (new_run.run_id, new_seq, cp[2], moved, cp[4]))
+                cur.run(
+                    self._sql["insert_cp"], (new_run.run_id, new_seq, cp[2], moved, cp[4], 0)
+                )
         return new_run
 
     # -- leases --------------------------------------------------------------------------------

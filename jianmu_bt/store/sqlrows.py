@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from jianmu_bt.store import codec
 from jianmu_bt.store.codec import loads
+from jianmu_bt.store.deltas import apply_delta
 from jianmu_bt.store.errors import StoreCorruptError, StoreFormatError
 from jianmu_bt.store.records import RUN_STATUSES, Checkpoint, JournalEntry, RunRecord
 
@@ -29,6 +30,7 @@ __all__ = [
     "check_status",
     "check_tables",
     "checkpoint_from_row",
+    "checkpoints_from_rows",
     "create_tables",
     "dumps",
     "entry_from_row",
@@ -67,7 +69,8 @@ CREATE TABLE IF NOT EXISTS journal (
 CREATE INDEX IF NOT EXISTS journal_key ON journal (run_id, key);
 CREATE TABLE IF NOT EXISTS checkpoints (
     run_id TEXT NOT NULL, seq {int} NOT NULL, created {real} NOT NULL,
-    position {int} NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, seq)
+    position {int} NOT NULL, data TEXT NOT NULL, delta {int} NOT NULL DEFAULT 0,
+    PRIMARY KEY (run_id, seq)
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)
 """
@@ -84,7 +87,7 @@ _ENTRY = (
     "position, key, call_id, kind, node, tool, arguments, digest, status, result, "
     "effectful, idempotent, created"
 )
-_CP = "run_id, seq, created, position, data"
+_CP = "run_id, seq, created, position, data, delta"
 _PROGRESS = (
     "UPDATE runs SET status = COALESCE(?, status), reason = COALESCE(?, reason), "
     "updated = ?, last_position = ?, last_seq = ?"
@@ -116,7 +119,11 @@ STATEMENTS = {
     "journal_log": f"SELECT {_ENTRY} FROM journal WHERE run_id = ? AND position <= ? "
     "ORDER BY position",
     "delete_journal": "DELETE FROM journal WHERE run_id = ?",
-    "insert_cp": f"INSERT INTO checkpoints ({_CP}) VALUES (?, ?, ?, ?, ?)",
+    "insert_cp": f"INSERT INTO checkpoints ({_CP}) VALUES (?, ?, ?, ?, ?, ?)",
+    # A checkpoint with the deltas that lead to it from the last full one at or before it.
+    "cp_chain": f"SELECT {_CP} FROM checkpoints WHERE run_id = ? AND seq <= ? AND seq >= "
+    "(SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE run_id = ? AND seq <= ? AND delta = 0) "
+    "ORDER BY seq",
     "checkpoint": f"SELECT {_CP} FROM checkpoints WHERE run_id = ? AND seq = ?",
     "latest_cp": f"SELECT {_CP} FROM checkpoints WHERE run_id = ? ORDER BY seq DESC LIMIT 1",
     "history": f"SELECT {_CP} FROM checkpoints WHERE run_id = ? ORDER BY seq",
@@ -234,8 +241,21 @@ def entry_from_row(row: Sequence[Any]) -> JournalEntry:
 
 
 def checkpoint_from_row(row: Sequence[Any]) -> Checkpoint:
-    """The Checkpoint of a `checkpoints` row (`run_id, seq, created, position, data`)."""
+    """The Checkpoint of a full `checkpoints` row (`run_id, seq, created, position, data,
+    delta`); see `checkpoints_from_rows` for rows that may be deltas."""
     return Checkpoint(row[0], row[1], row[2], row[3], loads(row[4]))
+
+
+def checkpoints_from_rows(rows: Sequence[Sequence[Any]]) -> list[Checkpoint]:
+    """The Checkpoints of consecutive `checkpoints` rows starting at a full one, each delta row
+    applied to the document before it (`jianmu_bt.store.deltas`)."""
+    found: list[Checkpoint] = []
+    document: dict[str, Any] = {}
+    for row in rows:
+        data = loads(row[4])
+        document = apply_delta(document, data) if row[5] else data
+        found.append(Checkpoint(row[0], row[1], row[2], row[3], document))
+    return found
 
 
 def run_row(run: RunRecord, inputs: str) -> tuple[Any, ...]:
@@ -307,7 +327,10 @@ def check_tables(where: str, tables: Collection[str], conn: Executes) -> int:
 
 
 _UPGRADES = {
-    1: ["ALTER TABLE runs ADD COLUMN lease_token {int} NOT NULL DEFAULT 0"],
+    1: [
+        "ALTER TABLE runs ADD COLUMN lease_token {int} NOT NULL DEFAULT 0",
+        "ALTER TABLE checkpoints ADD COLUMN delta {int} NOT NULL DEFAULT 0",
+    ],
 }
 """The statements that bring a store from each older format to the next one."""
 

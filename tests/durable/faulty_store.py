@@ -57,13 +57,22 @@ class FaultyStore(RunStore):
         *,
         release: bool = False,
         fence: int | None = None,
+        delta: bool = False,
     ) -> int:
         self.appends += 1
         down = self._down()
         if down and self._when == "before":
             raise self._fault()
         position = self.inner.append(
-            run_id, owner, entries, checkpoint, status, reason, release=release, fence=fence
+            run_id,
+            owner,
+            entries,
+            checkpoint,
+            status,
+            reason,
+            release=release,
+            fence=fence,
+            delta=delta,
         )
         if down:
             raise self._fault()

@@ -120,3 +120,52 @@ def test_fork_errors_change_nothing(store, source):
     with pytest.raises(ValueError, match="unknown run status"):
         store.fork(source, 1, make_run("child", status="odd"))
     assert sorted(r.run_id for r in store.runs()) == ["src", "taken"]
+
+
+def test_delta_checkpoints_read_as_whole_documents_and_fork_whole(store):
+    first = {"state": {"a": 1, "b": [1]}, "progress": {"tick": 0, "nodes": {}}, "guards": []}
+    store.create_run(make_run("d"), checkpoint=first)
+    deltas = [
+        {"set": {"state": {"a": 2}, "progress/nodes": {"0": {"status": "RUNNING"}}}},
+        {"extend": {"state/b": [2, 3]}, "put": {"progress/tick": 4}},
+        {"unset": {"progress/nodes": ["0"]}, "set": {"state": {"c": {"$x": 1}}}},
+    ]
+    for number, delta in enumerate(deltas):
+        store.append("d", None, [entry(f"k{number}")], delta, delta=True)
+    store.append("d", None, [], {"state": {"full": True}})  # a full one again
+    store.append("d", None, [], {"set": {"state": {"more": 1}}}, delta=True)
+    expected = [
+        first,
+        {
+            "state": {"a": 2, "b": [1]},
+            "progress": {"tick": 0, "nodes": {"0": {"status": "RUNNING"}}},
+            "guards": [],
+        },
+        {
+            "state": {"a": 2, "b": [1, 2, 3]},
+            "progress": {"tick": 4, "nodes": {"0": {"status": "RUNNING"}}},
+            "guards": [],
+        },
+        {
+            "state": {"a": 2, "b": [1, 2, 3], "c": {"$x": 1}},
+            "progress": {"tick": 4, "nodes": {}},
+            "guards": [],
+        },
+        {"state": {"full": True}},
+        {"state": {"full": True, "more": 1}},
+    ]
+    assert [cp.data for cp in store.history("d")] == expected
+    assert [store.checkpoint("d", seq).data for seq in range(1, 7)] == expected
+    assert store.latest_checkpoint("d").data == expected[-1]
+    assert store.checkpoint("d", 1).data == first  # the deltas changed no earlier document
+    store.fork("d", 4, make_run("d2"))
+    assert [cp.data for cp in store.history("d2")] == [first, expected[3]]
+
+
+def test_a_first_checkpoint_cannot_be_a_delta_and_bad_deltas_are_refused(store):
+    store.create_run(make_run("d"))
+    with pytest.raises(ValueError, match="its first one cannot be a delta"):
+        store.append("d", None, [entry("x")], {"set": {"state": {"a": 1}}}, delta=True)
+    with pytest.raises(ValueError, match="unknown part 'change'"):
+        store.append("d", None, [entry("x")], {"change": {}}, delta=True)
+    assert store.journal_log("d") == [] and store.history("d") == []

@@ -238,21 +238,27 @@ def test_jianmu_store_names_the_default_store(monkeypatch, tmp_path):
 
 def test_a_format_1_store_is_upgraded_in_place_keeping_its_runs(tmp_path):
     path = tmp_path / "runs.db"
-    old_schema = SQLITE_SCHEMA.replace(" lease_token INTEGER NOT NULL DEFAULT 0,", "")
-    assert old_schema != SQLITE_SCHEMA
+    old_schema = SQLITE_SCHEMA.replace(" lease_token INTEGER NOT NULL DEFAULT 0,", "").replace(
+        " delta INTEGER NOT NULL DEFAULT 0,", ""
+    )
+    assert old_schema.count("DEFAULT 0,") == SQLITE_SCHEMA.count("DEFAULT 0,") - 2
     conn = sqlite3.connect(path)
     conn.executescript(old_schema)
     conn.execute("INSERT INTO meta (key, value) VALUES ('format_version', '1')")
     conn.execute(
-        "INSERT INTO runs (run_id, tree, status, started, updated, lease_owner, lease_expires) "
-        "VALUES ('old', 't', 'paused', 1, 2, NULL, NULL)"
+        "INSERT INTO runs (run_id, tree, status, started, updated, last_seq) "
+        "VALUES ('old', 't', 'paused', 1, 2, 1)"
     )
+    conn.execute("INSERT INTO checkpoints VALUES ('old', 1, 1, 0, '{\"v\": 1}')")
     conn.commit()
     conn.close()
     with SQLiteStore(path) as store:
         run = store.get_run("old")
         assert (run.status, run.lease_token) == ("paused", 0)
         assert store.acquire_lease("old", "a", 60).lease_token == 1
+        assert store.checkpoint("old", 1).data == {"v": 1}
+        store.append("old", "a", [], {"set": {"": {"w": 2}}}, delta=True)
+        assert store.latest_checkpoint("old").data == {"v": 1, "w": 2}
     conn = sqlite3.connect(path)
     assert conn.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone() == ("2",)
     conn.close()
