@@ -13,7 +13,6 @@ answer a guard's held calls with `approve` / `reject` and an MCP server's questi
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,6 @@ from jianmu_bt.loader.node_info import NodeInfo, node_info
 from jianmu_bt.loader.session import LoadedRunner, ProviderSession
 from jianmu_bt.loader.state_model import StateInfo
 from jianmu_bt.runtime import EventBus, StateManager
-from jianmu_bt.runtime.context import new_run_id as new_run_id_for
 from jianmu_bt.runtime.durable_driver import DurableDriver
 from jianmu_bt.runtime.tree_desk import TreeDesk
 from jianmu_bt.tools import ToolSet
@@ -71,9 +69,7 @@ class Tree(TreeDesk, DurableDriver):
         self._guards = guards
         self.digest = digest
         self._closed = False
-        self._runs = 0
-        self._initial_state = copy.deepcopy(state.exact_snapshot())
-        self._initial_guards = [guard.snapshot() for guard in guards]
+        self._keep_initial()
 
     # -- parts -----------------------------------------------------------------------------
 
@@ -149,19 +145,6 @@ class Tree(TreeDesk, DurableDriver):
         """One tick from synchronous code (the first one starts the tree's providers)."""
         self._check_open()
         return self.runner.tick()
-
-    def _fresh(self, run_id: str | None) -> None:
-        """Every run after the first starts from the initial state and guard."""
-        if self._runs:
-            self.state.restore(copy.deepcopy(self._initial_state))
-            for guard, initial in zip(self._guards, self._initial_guards, strict=True):
-                # Counters and per-call decisions belong to the run that made them; standing
-                # grants (given before this run) carry over.
-                fresh = copy.deepcopy(initial)
-                fresh["approvals"]["grants"] = guard.snapshot()["approvals"]["grants"]
-                guard.restore(fresh)
-        self._runs += 1
-        self.runner.context.run_id = run_id or new_run_id_for()
 
     def _check_open(self) -> None:
         if self._closed:

@@ -2,12 +2,14 @@
 
 One driver for every kind of tree: a YAML tree (`jianmu_bt.loader.Tree`) and a tree built in
 Python (`PythonTree`) both are one. A subclass gives the tree's parts (`name`, `path`, `digest`,
-`state`, `runner`, `guards`: see `DurableTree`) and three hooks: `_check_open`, `_fresh` (every
-run after the first starts from the initial state and guards) and `_check_inputs`.
+`state`, `runner`, `guards`: see `DurableTree`), calls `_keep_initial()` once built (every run
+starts from the state and guards it had then), and may override `_check_open` and
+`_check_inputs`.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import time
@@ -90,9 +92,25 @@ class DurableDriver:
     def _check_open(self) -> None:
         """Raise when the tree can no longer run (it was closed)."""
 
+    def _keep_initial(self) -> None:
+        """Remember the state and guards every run starts from (called once, when built)."""
+        self._initial_state = copy.deepcopy(self.state.exact_snapshot())
+        self._initial_guards = [guard.snapshot() for guard in self.guards]
+        self._runs = 0
+
     def _fresh(self, run_id: str | None) -> None:
-        """Make ready for a new run with this id (a fresh one when None)."""
-        raise NotImplementedError
+        """Make ready for a new run with this id (a fresh one when None): every run after the
+        first starts from the initial state and guards."""
+        if self._runs:
+            self.state.restore(copy.deepcopy(self._initial_state))
+            for guard, initial in zip(self.guards, self._initial_guards, strict=True):
+                # Counters and per-call decisions belong to the run that made them; standing
+                # grants (given before this run) carry over.
+                fresh = copy.deepcopy(initial)
+                fresh["approvals"]["grants"] = guard.snapshot()["approvals"]["grants"]
+                guard.restore(fresh)
+        self._runs += 1
+        self.runner.context.run_id = run_id or new_run_id()
 
     def _check_inputs(self, inputs: Mapping[str, Any] | None) -> None:
         """Raise when `inputs` lack what the tree needs."""
@@ -177,7 +195,7 @@ class DurableDriver:
         if store is None:
             return None
         durable = DurableRun(self, as_store(store), self.runner.context.run_id, hold)
-        durable.start(self.state.snapshot())
+        durable.start(self.state.exact_snapshot())
         return durable
 
     def _resume(

@@ -20,7 +20,6 @@ build it too.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import importlib
 import json
@@ -30,7 +29,6 @@ from typing import Any
 
 import py_trees
 
-from jianmu_bt.runtime.context import new_run_id
 from jianmu_bt.runtime.durable_driver import DurableDriver
 from jianmu_bt.runtime.events import EventBus
 from jianmu_bt.runtime.progress import node_keys
@@ -94,10 +92,8 @@ class PythonTree(TreeDesk, DurableDriver):
             all_services["guard"] = guard
         self._guards = [guard] if guard is not None else []
         self.runner = TreeRunner(self.root, state, services=all_services, **runner_options)
-        self._initial_state = copy.deepcopy(state.snapshot())
-        self._initial_guards = [g.snapshot() for g in self._guards]
-        self._runs = 0
         self._closed = False
+        self._keep_initial()
 
     @property
     def run_source(self) -> str:
@@ -122,17 +118,6 @@ class PythonTree(TreeDesk, DurableDriver):
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError(f"tree '{self.name}' is closed")
-
-    def _fresh(self, run_id: str | None) -> None:
-        """Every run after the first starts from the initial state and guard."""
-        if self._runs:
-            self.state.restore(copy.deepcopy(self._initial_state))
-            for guard, initial in zip(self._guards, self._initial_guards, strict=True):
-                fresh = copy.deepcopy(initial)
-                fresh["approvals"]["grants"] = guard.snapshot()["approvals"]["grants"]
-                guard.restore(fresh)
-        self._runs += 1
-        self.runner.context.run_id = run_id or new_run_id()
 
     def close(self) -> None:
         """Stop the runner's background loop and stop using the state. Idempotent."""
