@@ -44,7 +44,7 @@ def count(x: int) -> int:
     return x + 1
 
 
-@tool
+@tool(read_only=True)  # its marker files are evidence, not effects: it may run again
 def stall(x: int) -> int:
     """Wait to be killed on the first call for x >= 1000; give 2 * x."""
     if x >= 1000 and not list(FOLDER.glob(f"stall-{{x}}-*")):

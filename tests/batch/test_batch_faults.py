@@ -31,7 +31,7 @@ def started() -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-@tool
+@tool(read_only=True)  # its marker files are evidence, not effects: it may run again
 def step(x: int) -> int:
     '''666 kills its own process on every attempt; 7 waits until 666 died {times} times, in a
     worker that started after the last death (one that saw it from the dying pool is killed

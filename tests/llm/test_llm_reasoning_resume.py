@@ -46,20 +46,20 @@ def _step(name):
     return "354224848179261915075"
 
 
-@tool
+@tool(read_only=True)  # a computation: it may run again after a crash
 def compute_fib(n: int) -> str:
     """Compute the nth Fibonacci number (1-indexed)."""
     return _step(f"fib {n}")
 
 
-@tool
+@tool(read_only=True)
 def customAdditionImplementation(a: int, b: int) -> int:
     """Perform computation on integers."""
     _step(f"add {a} {b}")
     return a + b
 
 
-@tool
+@tool(read_only=True)
 def get_date() -> str:
     """Gets the current date"""
     return _step("date") and "2024-01-01"
