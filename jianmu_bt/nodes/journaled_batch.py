@@ -151,7 +151,7 @@ async def run_journaled_batch(
         refused = [call for call in live if call.id in results]
         if refused:
             denials = (record(call, "denied", results[id_of(call)]) for call in refused)
-            journal.write(*denials, full=False)
+            journal.write(*denials)
     if not runnable:
         return
     if journal.pausing:
@@ -170,7 +170,9 @@ async def run_journaled_batch(
     def finished(call: ToolCall, result: ToolResult) -> None:
         unfinished.discard(id_of(call))
         journal.ended()
-        journal.write(record(call, "done" if result.ok else "failed", result), full=False)
+        # An output the run cannot record: the call is a failed one (it ran; never again).
+        results[id_of(call)] = result = journaled.recordable(result)
+        journal.write(record(call, "done" if result.ok else "failed", result))
 
     try:
         await executor.execute(runnable, results, finished, idempotency_keys)

@@ -198,7 +198,7 @@ class AgentLLMNode(AsyncNode):
             if journal is not None:
                 error = f"{type(exc).__name__}: {exc}"
                 failed = _turn_entry(key, self.node_key, len(messages), None, error)
-                journal.write(failed, full=False)
+                journal.write(failed)
             raise
         if journal is not None:
             done = _turn_entry(key, self.node_key, len(messages), response)
@@ -207,9 +207,9 @@ class AgentLLMNode(AsyncNode):
             except UnrecordableValueError as exc:  # failed as its replay will fail
                 error = f"the LLM's reply cannot be recorded in the run's journal: {exc}"
                 failed = _turn_entry(key, self.node_key, len(messages), None, error)
-                journal.write(failed, full=False)
+                journal.write(failed)
                 raise RecordedTurnError(error) from None
-            journal.write(done, full=False)
+            journal.write(done)
         return response
 
     async def _ask(

@@ -168,7 +168,7 @@ class ToolNode(AsyncNode):
 
             refusal = await self._ask_guard(guard, call, on_hold=held)
             if refusal is not None:
-                journal.write(write("denied", refusal), full=False)
+                journal.write(write("denied", refusal))
                 return refusal
         if journal.pausing:
             await journal.wait_for_halt()
@@ -185,7 +185,9 @@ class ToolNode(AsyncNode):
             journal.cancelled(write("cancelled"))
             raise
         journal.ended()
-        journal.write(write("done" if result.ok else "failed", result), full=False)
+        # An output the run cannot record: the call is a failed one (it ran; never again).
+        result = journaled.recordable(result)
+        journal.write(write("done" if result.ok else "failed", result))
         return result
 
     async def _ask_guard(

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
+from jianmu_bt.runtime.checkpoints import Checkpointer
 from jianmu_bt.runtime.journal import WAITING_CALL, RunJournal, StoreFaultError
 from jianmu_bt.runtime.lease import (
     heartbeat_seconds,
@@ -90,6 +91,8 @@ class DurableRun:
         #: The fencing token of our lease (from the store, when it is taken).
         self.fence: int | None = None
         self.journal: RunJournal | None = None
+        #: Makes the run's checkpoints: whole now and then, deltas in between.
+        self.checkpoints = Checkpointer(tree.runner, lambda: tree.guards)
         self.previous_status = "running"
         #: Seconds a write waits for an unavailable store before the run stops.
         self.patience = default_patience()
@@ -111,7 +114,7 @@ class DurableRun:
         )
         mark_live(self.owner)  # until finish/abandon: no other run of this process takes it
         created = self.store.create_run(
-            record, self.checkpoint(), owner=self.owner, lease_seconds=2 * self.heartbeat
+            record, self.checkpoints.whole(), owner=self.owner, lease_seconds=2 * self.heartbeat
         )
         self.fence = created.lease_token
         self._attach(())
@@ -136,7 +139,7 @@ class DurableRun:
                 self.run_id, self.owner, 2 * self.heartbeat, steal_from=steal
             )
         except LeaseError as exc:
-            mark_ended(self.owner)
+            self._ended()
             raise DurableRunError(
                 f"run {self.run_id} is being run by another process: {exc}"
             ) from None
@@ -207,11 +210,7 @@ class DurableRun:
         context = self.tree.runner.context
         context.run_id = self.run_id
         context.journal = self.journal
-        self.journal.checkpoint_source = self.checkpoint
-
-    def checkpoint(self, full: bool = True) -> dict[str, Any]:
-        """The runner's checkpoint with every guard of the tree (agents may have their own)."""
-        return self.tree.runner.checkpoint(self.tree.guards, full)
+        self.journal.checkpoints = self.checkpoints
 
     # -- ending ----------------------------------------------------------------------------
 
@@ -232,7 +231,7 @@ class DurableRun:
             self._record_end(result)
             released = True
         finally:
-            mark_ended(self.owner)
+            self._ended()
             if not released:
                 self._release()
         result.run_id = self.run_id
@@ -242,7 +241,7 @@ class DurableRun:
         """The outcome and the lease's release in one transaction (one commit less a run),
         waiting out an unavailable store; StoreFaultError when it cannot be recorded."""
         store, run_id, owner = self.store, self.run_id, self.owner
-        checkpoint = self.checkpoint()
+        checkpoint = self.checkpoints.whole()
         try:
             patiently(
                 lambda: store.append(
@@ -276,9 +275,15 @@ class DurableRun:
 
     def _release(self) -> None:
         """Free the lease; a store that is unavailable lets it expire instead."""
-        mark_ended(self.owner)
+        self._ended()
         with contextlib.suppress(StoreError):
             self.store.release_lease(self.run_id, self.owner)
+
+    def _ended(self) -> None:
+        """This run's part in this process is over: its owner holds nothing, its checkpoints
+        stop watching the state."""
+        mark_ended(self.owner)
+        self.checkpoints.close()
 
     def abandon(self) -> None:
         """The run raised (or its store failed) before it ended: free the lease if the store

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -35,6 +35,7 @@ from jianmu_bt.store.patience import DEFAULT_PATIENCE
 logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
+    from jianmu_bt.runtime.checkpoints import Checkpointer
     from jianmu_bt.store import JournalEntry, RunStore
 
 #: Call statuses that end a call: the journal answers them on replay.
@@ -68,7 +69,7 @@ class RunJournal:
     `recorded` are the journal's entries from earlier processes of the run (latest per key);
     `hold` says what a held call does: "wait" for an approval in this process, or "pause" the
     run (the process can end; `resume` continues it). Writes go to `store` under the run's lease
-    (`owner`); each carries a checkpoint made by `checkpoint_source` (set by the runner).
+    (`owner`); each carries a checkpoint made by `checkpoints` (set by the runner).
     """
 
     def __init__(
@@ -104,9 +105,8 @@ class RunJournal:
         self.closing = False
         #: Set when replay found that the run cannot go on as recorded (the tree changed).
         self.fault: str | None = None
-        #: Makes a checkpoint document: `checkpoint_source(full)`; a light one (full=False)
-        #: leaves the state out.
-        self.checkpoint_source: Callable[[bool], dict[str, Any]] | None = None
+        #: Makes the checkpoint of each write (set by the durable run, else by the runner).
+        self.checkpoints: Checkpointer | None = None
         self.on_pause: Callable[[], None] = _noop
         #: Ends the run at once with an error (set by the runner: `RunContext.stop`).
         self.on_stop: Callable[[Exception], None] = _ignore
@@ -130,12 +130,9 @@ class RunJournal:
         """The idempotency key of a step: the same in every process of the run."""
         return f"{self.run_id}/{key}"
 
-    def write(self, *entries: JournalEntry, full: bool = True) -> None:
-        """Append entries and a checkpoint in one transaction of the store.
-
-        A full checkpoint (before a side effect, at a pause) holds the state; a light one (after
-        a call ended or an LLM turn: nothing has acted on the state's new values yet) holds the
-        guards' counters and the progress only, which keeps each call's second write small.
+    def write(self, *entries: JournalEntry) -> None:
+        """Append entries and a checkpoint in one transaction of the store (mostly a delta over
+        the previous checkpoint: `jianmu_bt.runtime.checkpoints`).
 
         A write the store refuses or cannot make (after waiting up to `patience` seconds for it
         to come back) is not the step's outcome: the run stops at once (RunStopped, raised
@@ -143,14 +140,23 @@ class RunJournal:
         """
         if self.stopped is not None:  # another branch's write failed: nothing more is recorded
             raise RunStopped(self.stopped)
-        source = self.checkpoint_source
-        checkpoint = source(full) if source is not None else None
+        checkpoints = self.checkpoints
+        checkpoint, delta = checkpoints.next() if checkpoints is not None else (None, False)
         store, run_id, owner, fence = self.store, self.run_id, self.owner, self.fence
+
+        def attempt() -> int:
+            nonlocal checkpoint, delta
+            try:
+                return store.append(
+                    run_id, owner, entries, checkpoint=checkpoint, fence=fence, delta=delta
+                )
+            except StoreUnavailableError:
+                if checkpoints is not None and delta:  # it may have been committed: a retry
+                    checkpoint, delta = checkpoints.whole(), False  # must not apply it twice
+                raise
+
         try:
-            patiently(
-                lambda: store.append(run_id, owner, entries, checkpoint=checkpoint, fence=fence),
-                self.patience,
-            )
+            patiently(attempt, self.patience)
         except LeaseLostError as exc:  # another process drives the run now: record nothing
             raise RunStopped(self.stop(f"run {run_id} stopped: it lost its lease: {exc}")) from None
         except StoreError as exc:
@@ -252,7 +258,7 @@ class RunJournal:
         if self.closing or not entries:
             return
         try:
-            self.write(*entries, full=False)
+            self.write(*entries)
         except Exception:
             logger.exception("recording cancelled steps of run %s failed", self.run_id)
 

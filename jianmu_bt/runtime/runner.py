@@ -131,6 +131,8 @@ class TreeRunner:
         # per run for the collector to walk). The wakeup is the callback: a state write wakes us.
         state.subscribe(self._wakeup)
         self._paused = False
+        # The nodes whose status changed since `progress_changes` last looked (once it did).
+        self._moved: set[int] | None = None
 
     @functools.cached_property
     def node_keys(self) -> list[str]:
@@ -175,6 +177,7 @@ class TreeRunner:
         events = self.context.events
         active = events.active
         changed = False
+        moved = self._moved
         statuses = self._statuses
         running = Status.RUNNING
         for index, node in enumerate(self.nodes):
@@ -183,6 +186,8 @@ class TreeRunner:
                 # A node that only started needs no second look until its work wakes us; an
                 # ending or reset node may let its parents move on (a Retry re-entering a child).
                 changed = changed or status is not running
+                if moved is not None:
+                    moved.add(index)
                 if active:
                     events.emit(
                         "node.status",
@@ -316,8 +321,11 @@ class TreeRunner:
             journal.closing = False
             journal.on_pause = self._wakeup
             journal.on_stop = self.context.stop
-            if journal.checkpoint_source is None:
-                journal.checkpoint_source = functools.partial(self.checkpoint, None)
+            if journal.checkpoints is None:
+                from jianmu_bt.runtime.checkpoints import Checkpointer  # durable runs only
+
+                guard = self.context.guard
+                journal.checkpoints = Checkpointer(self, lambda: () if guard is None else (guard,))
         return journal
 
     def _result(self, status: Status, final: dict[str, Status], started: float) -> RunResult:
@@ -429,6 +437,12 @@ class TreeRunner:
     def progress(self) -> dict[str, Any]:
         """Where the tree stands (see `tree_progress`): the readable part of a checkpoint."""
         return tree_progress(self.nodes, self.node_keys, self.tick_count)
+
+    def moved_nodes(self) -> set[int] | None:
+        """The indexes (in `nodes`) of the nodes whose status changed since the last call, None
+        on the first (which starts the tracking: a run without checkpoints does not pay it)."""
+        moved, self._moved = self._moved, set()
+        return moved
 
     def checkpoint(
         self, guards: Iterable[RunGuard] | None = None, full: bool = True

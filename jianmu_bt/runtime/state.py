@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Self
 
 from py_trees.blackboard import Blackboard
@@ -306,10 +306,14 @@ class StateManager:
     def exact_snapshot(self) -> dict[str, Any]:
         """The state as a durable run records it: values as they are (the store's encoding keeps
         them exact), fields of models or dataclasses as pydantic dumps them; `restore` reads it."""
-        values: dict[str, Any] = self.get()
-        for name, plan in self._fields.items():
-            if plan.dump:
-                values[name] = plan.adapter.dump_python(values[name])
+        return self.exact_values(self._plan.names)
+
+    def exact_values(self, keys: Iterable[str]) -> dict[str, Any]:
+        """The fields `keys` as `exact_snapshot` has them (what a checkpoint delta records)."""
+        fields, values = self._fields, {}
+        for name in keys:
+            value, plan = self.get(name), fields.get(name)
+            values[name] = plan.adapter.dump_python(value) if plan and plan.dump else value
         return values
 
     def to_json(self) -> str:

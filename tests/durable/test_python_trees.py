@@ -109,3 +109,41 @@ def test_a_source_that_cannot_build_the_tree_is_named():
         python_tree_from_source("python:builtins:dict")
     with pytest.raises(ValueError, match="give 'module:function'"):
         PythonTree("x", _build(), StateManager(Order), source="no-colon")
+
+
+@tool(effect_tags=["ledger"])
+def opaque(name: str) -> object:
+    """A side effect whose output no run can record exactly."""
+    CALLS.append(name)
+    return object()
+
+
+def test_an_output_the_run_cannot_record_fails_the_call_once_it_ran(tmp_path):
+    from jianmu_bt.llm import ScriptedProvider
+    from jianmu_bt.nodes import react_agent
+
+    replies = [{"tool_calls": [{"name": "opaque", "arguments": {"name": "agent"}}]}, "done"]
+
+    def build():
+        return py_trees.composites.Sequence(
+            "Main",
+            memory=True,
+            children=[
+                py_trees.decorators.FailureIsSuccess(
+                    "may_fail", ToolNode(opaque, "Step", arguments={"name": "step"})
+                ),
+                react_agent("Agent", tools=[opaque], provider=ScriptedProvider(replies), goal="go"),
+            ],
+        )
+
+    store = SQLiteStore(tmp_path / "runs.db")
+    with PythonTree("opaque", build, StateManager(Order)) as tree:
+        result = tree.run(store=store, run_id="O")
+    assert result.ok and CALLS == ["step", "agent"]
+    calls = [e for e in store.journal("O") if e.kind == "tool"]
+    assert [e.status for e in calls] == ["failed", "failed"]
+    for entry in calls:
+        error = entry.result["error"]
+        assert "opaque ran (its effects happened)" in error and "output" in error
+    tool_message = next(m for m in result.state["messages"] if m.get("role") == "tool")
+    assert "cannot be recorded" in str(tool_message["content"])
