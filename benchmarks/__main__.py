@@ -2,7 +2,8 @@
 
 Run from the repository root (`pip install -e ".[bench]"` installs the anchors). Areas, in the
 order of the table: toolset, batch, ticks, agent, agent_turn, fanout, startup, loader, memory,
-imports, calculator, mcp, mcp_startup, llm_providers, idle, durability, runners, scaling.
+imports, calculator, mcp, mcp_startup, llm_providers, idle, durability, durable_steps, runners,
+scaling.
 `python -m benchmarks.report` plots the headline rows (benchmarks/report.png, also written by
 every run) and prints their table.
 """
@@ -17,6 +18,7 @@ from benchmarks import (
     bench_batch,
     bench_calculator,
     bench_durability,
+    bench_durable_steps,
     bench_import,
     bench_llm_providers,
     bench_loader,
@@ -49,6 +51,7 @@ AREAS = {
     **bench_llm_providers.AREAS,
     "idle": bench_runtime.idle,
     **bench_durability.AREAS,
+    **bench_durable_steps.AREAS,
     **bench_runners.AREAS,
     **bench_scaling.AREAS,
 }
