@@ -16,7 +16,6 @@ has no side effects or its tool is idempotent, and is otherwise `in_doubt`: held
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
@@ -90,7 +89,7 @@ class RunJournal:
         self.run_id = run_id
         self.owner = owner
         self.hold = hold
-        #: Seconds between lease renewals (`$JIANMU_HEARTBEAT`, else 2); the lease lasts two.
+        #: Seconds between lease renewals (`$JIANMU_HEARTBEAT`, else 3); the lease lasts two.
         self.heartbeat = heartbeat_seconds() if heartbeat is None else heartbeat
         #: The fencing token of our lease: every write is refused once the run was taken again.
         self.fence = fence
@@ -112,7 +111,6 @@ class RunJournal:
         self.on_stop: Callable[[Exception], None] = _ignore
         #: Why the run stopped at once (its store failed, its lease was lost), else None.
         self.stopped: StoreFaultError | None = None
-        self._renewed = time.monotonic()
 
     # -- keys and records ------------------------------------------------------------------
 
@@ -187,29 +185,21 @@ class RunJournal:
 
     def renew(self) -> bool:
         """Renew the lease (from the heartbeat's thread); False when the run was stopped because
-        the lease was lost, or could not be renewed before it expired."""
-        started = time.monotonic()
+        another process took it. An unavailable store is tried again at the next beat: the
+        fencing token keeps a lease that expired meanwhile ours until someone takes it."""
         try:
             self.store.renew_lease(self.run_id, self.owner, self.lease_seconds, fence=self.fence)
-        except StoreUnavailableError as exc:
-            if started - self._renewed < self.lease_seconds:
-                return True  # the lease still holds: try again at the next beat
-            self.stop(
-                f"run {self.run_id} stopped: its lease expired while the store was "
-                f"unavailable: {exc}"
-            )
-            return False
+        except StoreUnavailableError:
+            return True
         except StoreError as exc:  # taken over, or the run is gone
             self.stop(f"run {self.run_id} stopped: it lost its lease: {exc}")
             return False
-        self._renewed = started
         return True
 
     def keep_lease(self) -> Heartbeat:
         """The heartbeat that renews the lease while the run lives (the runner enters it around
-        the run): a lease that is lost, or runs out while the store is unavailable, stops the
-        run at once without recording anything."""
-        self._renewed = time.monotonic()
+        the run): a lease that another process took stops the run at once without recording
+        anything."""
         return Heartbeat(self.owner, self.heartbeat, self.renew)
 
     # -- calls in flight and pausing -------------------------------------------------------

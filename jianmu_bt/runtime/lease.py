@@ -30,7 +30,7 @@ __all__ = [
     "owner_is_dead",
 ]
 
-DEFAULT_HEARTBEAT = 2.0
+DEFAULT_HEARTBEAT = 3.0
 """Seconds between a holder's lease renewals; the lease lasts two of them."""
 
 HEARTBEAT_VARIABLE = "JIANMU_HEARTBEAT"

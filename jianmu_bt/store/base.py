@@ -66,8 +66,8 @@ class RunStore(ABC):
     ) -> int:
         """Record progress of a run in one atomic transaction; return its last journal position.
 
-        When `owner` is given it must hold an unexpired lease, taken with the fencing token
-        `fence` when given (else LeaseLostError: the write is refused);
+        When `owner` is given it must hold the lease (else LeaseLostError: the write is
+        refused): unexpired, or with `fence` its fencing token, taken by nobody since;
         when None, no lease is needed but nobody may hold an unexpired one (else LeaseError).
         Appends `entries` (positions assigned in order), writes `checkpoint` at the last
         position, and sets `status` and `reason` when given; `updated` is always set. With

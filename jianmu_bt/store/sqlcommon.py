@@ -236,11 +236,10 @@ class SQLRunStore(RunStore):
         with self._transaction(True) as cur:
             holder, expires, position, seq, now, token = self._lock_run(cur, run_id)
             if owner is not None:
-                if (
-                    holder != owner
-                    or not lease_held(holder, expires, now)
-                    or (fence is not None and fence != token)
-                ):
+                # With its fencing token a writer is refused once anyone else took the run; an
+                # expired lease nobody took since is still its own (a busy holder late to renew).
+                held = lease_held(holder, expires, now) if fence is None else fence == token
+                if holder != owner or not held:
                     raise self._lost(run_id, owner, holder, expires, now)
             elif holder is not None and lease_held(holder, expires, now):
                 raise self._lease_error(run_id, holder, expires, now)

@@ -220,3 +220,13 @@ def test_fencing_tokens_rise_with_every_taking_and_fence_writes(store):
     assert snapshot(store, "r1") == before
     assert store.append("r1", "a", [entry("y")], fence=2) == 2
     assert store.acquire_lease("r1", "b", 60, steal_from="a").lease_token == 3
+
+
+def test_a_fenced_writer_late_to_renew_keeps_writing_until_someone_takes_the_run(store):
+    store.create_run(make_run("r1"), owner="a", lease_seconds=-1)  # expired at once
+    assert store.append("r1", "a", [entry("x")], fence=1) == 1  # nobody took it: still a's
+    with pytest.raises(LeaseLostError):  # unfenced, an expired lease is not enough
+        store.append("r1", "a", [entry("y")])
+    store.acquire_lease("r1", "b", 60)
+    with pytest.raises(LeaseLostError):
+        store.append("r1", "a", [entry("y")], fence=1)
