@@ -7,8 +7,8 @@ For each call a node looks up its record first:
 - `done`, `failed`, `denied`, `skipped`: take the recorded result; the tool does not run;
 - `held`: ask the guard again (a reviewer may have decided since);
 - `approved`: give the guard the reviewer's approval (bound to the arguments), then as above;
-- `running` (the process stopped during the call): run it again when the tool has no effect
-  tags or is idempotent, else record `in_doubt`;
+- `running` (the process stopped during the call, or its outcome could not be recorded): run
+  it again when the tool is declared read-only or idempotent, else record `in_doubt`;
 - `in_doubt`: wait for a decision (the run pauses);
 - `cancelled` (the tree cancelled it: a Timeout, a parent that moved on): wait until the tree
   cancels it again, so the replay takes the path the run took.
@@ -31,9 +31,9 @@ from jianmu_bt.store.codec import UnrecordableValueError, check
 from jianmu_bt.tools import Tool, ToolCall, ToolResult
 
 IN_DOUBT_REASON = (
-    "it was running when the run stopped and it has side effects: it may or may not have "
-    "happened; decide with `jianmu resume RUN --approve {call_id}` (run it again) or "
-    "`--deny {call_id}` (skip it)"
+    "it was running when the run stopped and its tool is not declared read-only or idempotent: "
+    "it may or may not have happened; decide with `jianmu resume RUN --approve {call_id}` (run "
+    "it again) or `--deny {call_id}` (skip it)"
 )
 
 
@@ -65,7 +65,7 @@ def entry(
         digest=digest,
         status=status,
         result=result_document(result) if result is not None else None,
-        effectful=bool(tool.effect_tags) if tool is not None else False,
+        effectful=not may_run_again(tool),
         idempotent=bool(getattr(tool, "idempotent", False)),
     )
 

@@ -9,8 +9,8 @@ Resume runs the tree again from the run's initial state against the journal. Eve
 key that depends only on the tree and the order of its steps (`<node id>#<entry>`), so the
 replay reaches the same keys: a finished call is answered from the journal (its tool does not
 run), an LLM turn gets its recorded reply, and the run goes on live from the first step with no
-record. A call recorded `running` (it was in flight when the process stopped) runs again when it
-has no side effects or its tool is idempotent, and is otherwise `in_doubt`: held for a decision.
+record. A call recorded `running` (it was in flight when the process stopped) runs again when its
+tool is declared read-only or idempotent, and is otherwise `in_doubt`: held for a decision.
 """
 
 from __future__ import annotations
