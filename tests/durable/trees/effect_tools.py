@@ -5,23 +5,14 @@ The ledger is the file named by JIANMU_LEDGER; JIANMU_STEP_GATE names a file eac
 (see ledger_tools.py).
 """
 
-import os
-import time
+from ledger_tools import pause_at_gate, write_line
 
 from jianmu_bt import tool
 
 
 def _record_then_wait(line: str) -> None:
-    fd = os.open(os.environ["JIANMU_LEDGER"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, (line + "\n").encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    gate = os.environ.get("JIANMU_STEP_GATE")
-    deadline = time.monotonic() + 120  # a hang guard should the test never open the gate
-    while gate and not os.path.exists(gate) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    write_line(line)
+    pause_at_gate()
 
 
 @tool

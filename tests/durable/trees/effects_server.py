@@ -13,8 +13,8 @@ a test can end a server its killed client left behind.
 from __future__ import annotations
 
 import os
-import time
 
+from ledger_tools import pause_at_gate, write_line
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 
@@ -25,16 +25,8 @@ if os.environ.get("JIANMU_SERVER_PIDS"):
 
 
 def _record_then_wait(line: str) -> None:
-    fd = os.open(os.environ["JIANMU_LEDGER"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, (line + "\n").encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    gate = os.environ.get("JIANMU_STEP_GATE")
-    deadline = time.monotonic() + 120  # a hang guard should the test never open the gate
-    while gate and not os.path.exists(gate) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    write_line(line)
+    pause_at_gate()
 
 
 @server.tool()

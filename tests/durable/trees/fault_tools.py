@@ -7,7 +7,7 @@ disk — the run store's next write included.
 
 import resource
 
-from ledger_tools import _write
+from ledger_tools import write_line
 
 from jianmu_bt import tool
 
@@ -15,7 +15,7 @@ from jianmu_bt import tool
 @tool(effect_tags=["ledger"])
 def fill_disk(name: str) -> str:
     """Write `name` to the ledger, then make every later file write of this process fail."""
-    _write(name)
+    write_line(name)
     _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, hard))
     return f"wrote {name}; the disk is full now"

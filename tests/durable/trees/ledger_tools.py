@@ -13,7 +13,8 @@ from jianmu_bt import tool
 from jianmu_bt.tools import Injected
 
 
-def _write(line: str) -> None:
+def write_line(line: str) -> None:
+    """Append `line` to the ledger (JIANMU_LEDGER), synced to disk."""
     fd = os.open(os.environ["JIANMU_LEDGER"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, (line + "\n").encode())
@@ -30,7 +31,8 @@ def _lines() -> list[str]:
         return []
 
 
-def _pause() -> None:
+def pause_at_gate() -> None:
+    """Wait JIANMU_STEP_DELAY seconds, then until the file JIANMU_STEP_GATE names exists."""
     delay = float(os.environ.get("JIANMU_STEP_DELAY", "0"))
     if delay:
         time.sleep(delay)
@@ -43,26 +45,26 @@ def _pause() -> None:
 @tool(effect_tags=["ledger"])
 def step(name: str) -> str:
     """Write `name` to the ledger (a side effect that is not idempotent)."""
-    _pause()
-    _write(name)
+    pause_at_gate()
+    write_line(name)
     return f"wrote {name}"
 
 
 @tool(effect_tags=["ledger"], idempotent=True)
 def idem_step(name: str, idempotency_key: Annotated[str, Injected]) -> str:
     """Write `name` to the ledger once per idempotency key (safe to run again)."""
-    _pause()
+    pause_at_gate()
     if any(line.endswith(f" {idempotency_key}") for line in _lines()):
         return f"already wrote {name}"
-    _write(f"{name} {idempotency_key}")
+    write_line(f"{name} {idempotency_key}")
     return f"wrote {name}"
 
 
 @tool(effect_tags=["deploy"])
 def deploy(target: str) -> str:
     """Deploy to `target` (held for approval by the trees' guard)."""
-    _pause()
-    _write(f"deploy-{target}")
+    pause_at_gate()
+    write_line(f"deploy-{target}")
     return f"deployed {target}"
 
 
@@ -75,7 +77,7 @@ def lookup(term: str) -> str:
 @tool(effect_tags=["ledger"])
 def crash_once(name: str) -> str:
     """Write `name` to the ledger; the first time, the process dies right after (as kill -9)."""
-    _write(name)
+    write_line(name)
     marker = os.environ["JIANMU_LEDGER"] + ".crashed"
     if not os.path.exists(marker):
         open(marker, "w").close()

@@ -17,6 +17,7 @@ from decimal import Decimal
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo
 
+from ledger_tools import write_line
 from pydantic import BaseModel
 
 from jianmu_bt import tool
@@ -70,19 +71,10 @@ def quote_value() -> dict[str, Any]:
     }
 
 
-def _write(line: str) -> None:
-    fd = os.open(os.environ["JIANMU_LEDGER"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, (line + "\n").encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 @tool(effect_tags=["ledger"])
 def quote(item: str) -> Any:
     """Quote `item` (a side effect): typed values JSON alone cannot hold."""
-    _write(f"quote {item}")
+    write_line(f"quote {item}")
     return quote_value()
 
 
@@ -96,14 +88,14 @@ def settle(quote: Any, times: float) -> Any:
         raise ValueError(f"the quote did not come back exact: {quote!r}")
     if type(times) is not float:
         raise ValueError(f"times is {type(times).__name__}, not float")
-    _write(f"settle {times!r}")
+    write_line(f"settle {times!r}")
     return {"paid": quote["amount"] * Decimal(times), "receipt": quote["receipt"]}
 
 
 @tool(effect_tags=["deploy"])
 def deploy(target: str) -> str:
     """Deploy (a side effect held for approval by the test tree's guard)."""
-    _write(f"deploy {target}")
+    write_line(f"deploy {target}")
     return f"deployed {target}"
 
 
@@ -119,5 +111,5 @@ def hold(name: str, idempotency_key: Annotated[str, Injected]) -> str:
     with open(ledger) as lines:
         if any(line.strip().endswith(idempotency_key) for line in lines):
             return f"already held {name}"
-    _write(f"{name} {idempotency_key}")
+    write_line(f"{name} {idempotency_key}")
     return f"held {name}"
