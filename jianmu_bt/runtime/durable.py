@@ -91,8 +91,9 @@ class DurableRun:
         #: The fencing token of our lease (from the store, when it is taken).
         self.fence: int | None = None
         self.journal: RunJournal | None = None
-        #: Makes the run's checkpoints: whole now and then, deltas in between.
-        self.checkpoints = Checkpointer(tree.runner, lambda: tree.guards)
+        #: Makes the run's checkpoints (whole now and then, deltas in between) once the run is
+        #: ours: it watches the tree's state until the run's part here is over.
+        self.checkpoints: Checkpointer | None = None
         self.previous_status = "running"
         #: Seconds a write waits for an unavailable store before the run stops.
         self.patience = default_patience()
@@ -113,9 +114,14 @@ class DurableRun:
             inputs=inputs,
         )
         mark_live(self.owner)  # until finish/abandon: no other run of this process takes it
-        created = self.store.create_run(
-            record, self.checkpoints.whole(), owner=self.owner, lease_seconds=2 * self.heartbeat
-        )
+        checkpoints = self._watch()
+        try:
+            created = self.store.create_run(
+                record, checkpoints.whole(), owner=self.owner, lease_seconds=2 * self.heartbeat
+            )
+        except BaseException:
+            self._ended()
+            raise
         self.fence = created.lease_token
         self._attach(())
 
@@ -144,6 +150,7 @@ class DurableRun:
                 f"run {self.run_id} is being run by another process: {exc}"
             ) from None
         self.fence = taken.lease_token
+        self._watch()
         try:
             decisions = self._decisions(approve, deny)  # as the journal is now, ours
             if decisions:
@@ -241,6 +248,7 @@ class DurableRun:
         """The outcome and the lease's release in one transaction (one commit less a run),
         waiting out an unavailable store; StoreFaultError when it cannot be recorded."""
         store, run_id, owner = self.store, self.run_id, self.owner
+        assert self.checkpoints is not None  # the run is ours: its checkpoints are made
         checkpoint = self.checkpoints.whole()
         try:
             patiently(
@@ -279,11 +287,18 @@ class DurableRun:
         with contextlib.suppress(StoreError):
             self.store.release_lease(self.run_id, self.owner)
 
+    def _watch(self) -> Checkpointer:
+        """Start making the run's checkpoints (watching the tree's state from now on)."""
+        self.checkpoints = Checkpointer(self.tree.runner, lambda: self.tree.guards)
+        return self.checkpoints
+
     def _ended(self) -> None:
         """This run's part in this process is over: its owner holds nothing, its checkpoints
         stop watching the state."""
         mark_ended(self.owner)
-        self.checkpoints.close()
+        if self.checkpoints is not None:
+            self.checkpoints.close()
+            self.checkpoints = None
 
     def abandon(self) -> None:
         """The run raised (or its store failed) before it ended: free the lease if the store
