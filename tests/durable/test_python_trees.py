@@ -76,10 +76,11 @@ def test_a_changed_tree_or_version_is_refused(tmp_path):
     with _tree() as tree:
         assert tree.run(store=store, run_id="P", hold="pause").paused
     for changed in (_tree(last="refund"), _tree(version="2")):
-        watchers = len(changed.state._subscribers)
-        with changed, pytest.raises(DurableRunError, match="the tree changed since run P began"):
-            changed.resume("P", store=store)
-        assert len(changed.state._subscribers) == watchers  # nothing left watching the state
+        with changed:
+            watchers = len(changed.state._subscribers)
+            with pytest.raises(DurableRunError, match="the tree changed since run P began"):
+                changed.resume("P", store=store)
+            assert len(changed.state._subscribers) == watchers  # nothing left watching it
     assert CALLS == []
 
 
