@@ -117,6 +117,32 @@ def test_a_decision_for_a_call_that_does_not_wait_is_refused(tmp_path, paused_st
     assert _dump(db) == before
 
 
+def test_one_call_both_approved_and_denied_in_one_command_is_refused(tmp_path, paused_store):
+    env, db = cli_env(tmp_path / "ledger"), tmp_path / "runs.db"
+    _copy_store(paused_store, db)
+    (held,) = [c for c in show(db, "R", env, tmp_path)["calls"] if c["status"] == "held"]
+    before = _dump(db)
+    conflict = ["--approve", held["call_id"], "--deny", held["call_id"]]
+    result = jianmu("resume", "R", "--store", db, *conflict, env=env, cwd=tmp_path)
+    _one_line_error(result, held["call_id"], "both approved and denied")
+    assert _dump(db) == before  # nothing decided, the lease untouched
+    # "all" with a deny means every other call: not a conflict.
+    allowed = jianmu(
+        "resume",
+        "R",
+        "--store",
+        db,
+        "--approve",
+        "all",
+        "--deny",
+        held["call_id"],
+        env=env,
+        cwd=tmp_path,
+    )
+    assert allowed.returncode in (0, 1, 3), allowed.stderr
+    assert "both approved and denied" not in allowed.stderr
+
+
 @pytest.mark.parametrize("damage", ["missing", "corrupt", "newer", "locked"])
 def test_a_store_that_cannot_be_used_is_a_one_line_error(tmp_path, paused_store, damage):
     env, db = cli_env(tmp_path / "ledger"), tmp_path / "runs.db"
