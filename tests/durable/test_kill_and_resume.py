@@ -22,9 +22,10 @@ from durable_helpers import (
     start,
     wait_for,
 )
+from postgres_server import create_database
 
 from jianmu_bt.cli.runs_command import run_document
-from jianmu_bt.store import RunNotFoundError, SQLiteStore, StoreError
+from jianmu_bt.store import RunNotFoundError, SQLiteStore, StoreError, open_store
 
 STEP_DELAY = 0.03
 
@@ -32,7 +33,7 @@ STEP_DELAY = 0.03
 def _position(db) -> int:
     """The run's last journal position (0 before the run is recorded)."""
     try:
-        with SQLiteStore(db, create=False) as store:
+        with open_store(db, create=False) as store:
             return len(store.journal_log("R"))
     except (RunNotFoundError, StoreError):
         return 0
@@ -70,7 +71,7 @@ KILL_POINTS = {
 
 def _show(db):
     """What `jianmu runs show R --json` prints, read in this process (no process start)."""
-    with SQLiteStore(db, create=False) as store:
+    with open_store(db, create=False) as store:
         return run_document(store, "R")
 
 
@@ -115,13 +116,17 @@ def test_the_python_built_pipeline_writes_the_same_journal_rows(tmp_path):
         assert store.get_run("R").tree_path == "python:python_pipeline:pipeline"
 
 
-@pytest.mark.parametrize("built", ["yaml", "python"])
+@pytest.mark.parametrize(
+    ("built", "where"), [("yaml", "sqlite"), ("python", "sqlite"), ("yaml", "postgres")]
+)
 @pytest.mark.parametrize("kill_after", sorted(KILL_POINTS))
 def test_kill_9_after_any_journal_row_then_resume_runs_each_step_exactly_once(
-    tmp_path, kill_after, built
+    request, tmp_path, kill_after, built, where
 ):
     rng = random.Random(kill_after)
     ledger, db = tmp_path / "ledger", tmp_path / "runs.db"
+    if where == "postgres":
+        db = create_database(request.getfixturevalue("postgres_server"))
     env = cli_env(ledger, STEP_DELAY)
     if built == "yaml":
         first = start("run", PIPELINE, "--store", db, "--run-id", "R", env=env, cwd=tmp_path)
