@@ -44,6 +44,8 @@ class Tree(TreeDesk, DurableDriver):
     configs are not kept once the behaviours are built (those are `root` and `nodes`).
     """
 
+    runner: LoadedRunner
+
     def __init__(
         self,
         *,

@@ -33,9 +33,12 @@ FULL_EVERY = 100
 class CheckpointedRunner(Protocol):
     """What a Checkpointer reads of the tree runner (`TreeRunner` is one)."""
 
-    nodes: Sequence[py_trees.behaviour.Behaviour]
-    tick_count: int
-    state: StateManager
+    @property
+    def nodes(self) -> Sequence[py_trees.behaviour.Behaviour]: ...
+    @property
+    def tick_count(self) -> int: ...
+    @property
+    def state(self) -> StateManager: ...
 
     @property
     def node_keys(self) -> list[str]: ...

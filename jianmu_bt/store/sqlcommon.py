@@ -351,9 +351,7 @@ class SQLRunStore(RunStore):
                 )
             for new_seq, cp in enumerate(copies, 1):
                 moved = bisect.bisect_right(old, cp[3])
-                cur.run(
-                    self._sql["insert_cp"], (new_run.run_id, new_seq, cp[2], moved, cp[4], 0)
-                )
+                cur.run(self._sql["insert_cp"], (new_run.run_id, new_seq, cp[2], moved, cp[4], 0))
         return new_run
 
     # -- leases --------------------------------------------------------------------------------
