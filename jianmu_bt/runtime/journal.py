@@ -156,7 +156,8 @@ class RunJournal:
         try:
             patiently(attempt, self.patience)
         except LeaseLostError as exc:  # another process drives the run now: record nothing
-            raise RunStopped(self.stop(f"run {run_id} stopped: it lost its lease: {exc}")) from None
+            lost = f"run {run_id} stopped: it lost its lease: {exc}"
+            raise RunStopped(self.stop(lost, lease_lost=True)) from None
         except StoreError as exc:
             raise RunStopped(
                 self.stop(f"run {run_id} stopped: its run store failed to record a step: {exc}")
@@ -164,14 +165,18 @@ class RunJournal:
         for entry in entries:
             self._recorded[entry.key] = entry
 
-    def stop(self, reason: str) -> StoreFaultError:
-        """Stop the run at once for `reason` (its store or lease failed): no further write, no
-        further step; the runner halts the nodes and raises the returned error."""
+    def stop(self, reason: str, *, lease_lost: bool = False) -> StoreFaultError:
+        """Stop the run at once for `reason` (its store failed, or its lease was lost): no
+        further write, no further step; the runner halts the nodes and raises the returned
+        error."""
         if self.stopped is None:
+            advice = (
+                f"another process drives it now (`jianmu runs show {self.run_id}`)"
+                if lease_lost
+                else f"resume the run once the store is back (`jianmu resume {self.run_id}`)"
+            )
             self.stopped = StoreFaultError(
-                f"{reason}; nothing ran after it. Resume the run once the store is back "
-                f"(`jianmu resume {self.run_id}`)",
-                run_id=self.run_id,
+                f"{reason}; nothing ran after it: {advice}", run_id=self.run_id
             )
             self.fault = self.fault or reason
             self.closing = True  # the steps cut off stay `running`: in flight for a resume
@@ -192,7 +197,7 @@ class RunJournal:
         except StoreUnavailableError:
             return True
         except StoreError as exc:  # taken over, or the run is gone
-            self.stop(f"run {self.run_id} stopped: it lost its lease: {exc}")
+            self.stop(f"run {self.run_id} stopped: it lost its lease: {exc}", lease_lost=True)
             return False
         return True
 
