@@ -120,7 +120,8 @@ class PythonTree(TreeDesk, DurableDriver):
             raise RuntimeError(f"tree '{self.name}' is closed")
 
     def close(self) -> None:
-        """Stop the runner's background loop and stop using the state. Idempotent."""
+        """Stop the runner's background loop and its watch on the state (the state stays the
+        caller's). Idempotent."""
         if not self._closed:
             self._closed = True
             self.runner.close()
