@@ -43,9 +43,7 @@ class CheckpointedRunner(Protocol):
     @property
     def node_keys(self) -> list[str]: ...
     def moved_nodes(self) -> set[int] | None: ...
-    def checkpoint(
-        self, guards: Iterable[RunGuard] | None = None, full: bool = True
-    ) -> dict[str, Any]: ...
+    def checkpoint(self, guards: Iterable[RunGuard] | None = None) -> dict[str, Any]: ...
 
 
 class Checkpointer:
@@ -66,7 +64,8 @@ class Checkpointer:
         self._written: set[str] = set()
         self._lists: dict[str, list[Any]] = {}
         self._unsubscribe = runner.state.subscribe(self._written.update)
-        self._loops: list[int] = []
+        # Loops' counters move without their status: every delta looks at them.
+        self._loops = [i for i, node in enumerate(runner.nodes) if hasattr(node, "iterations")]
 
     def close(self) -> None:
         """Stop watching the state."""
@@ -76,10 +75,8 @@ class Checkpointer:
         """A whole checkpoint document (state, guards, progress); later deltas build on it."""
         runner = self.runner
         runner.moved_nodes()  # what moved before now is in this document
-        nodes = runner.nodes
-        self._loops = [i for i, node in enumerate(nodes) if hasattr(node, "iterations")]
         self._written.clear()
-        document = runner.checkpoint(self.guards(), True)
+        document = runner.checkpoint(self.guards())
         self._lists = {k: v for k, v in document["state"].items() if isinstance(v, list)}
         self._since_whole = 0
         return document

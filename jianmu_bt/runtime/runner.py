@@ -444,18 +444,14 @@ class TreeRunner:
         moved, self._moved = self._moved, set()
         return moved
 
-    def checkpoint(
-        self, guards: Iterable[RunGuard] | None = None, full: bool = True
-    ) -> dict[str, Any]:
-        """The run as a checkpoint document: state (unless `full` is False), guards (counters
-        and approvals; default the run's `services["guard"]`) and progress."""
+    def checkpoint(self, guards: Iterable[RunGuard] | None = None) -> dict[str, Any]:
+        """The run as a whole checkpoint document: state, guards (counters and approvals;
+        default the run's `services["guard"]`) and progress."""
         if guards is None:
             guard = self.context.guard
             guards = () if guard is None else (guard,)
-        data: dict[str, Any] = {
+        return {
             "guards": [guard.snapshot() for guard in guards],
             "progress": self.progress(),
+            "state": self.state.exact_snapshot(),
         }
-        if full:
-            data["state"] = self.state.exact_snapshot()
-        return data
