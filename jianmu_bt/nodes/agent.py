@@ -89,7 +89,7 @@ class AddMessage(ContextNode):
                              tool="attachments", arguments={"sources": sources},
                              digest=digest_arguments("attachments", sources), status="done",
                              result={"parts": parts})  # fmt: skip
-        journal.write(entry)
+        journal.record_outcome(entry)
         return parts
 
 

@@ -3,7 +3,8 @@
 Shared by ToolNode and ToolExecutor (see `jianmu_bt.runtime.journal` for the journal itself).
 For each call a node looks up its record first:
 
-- no record: ask the guard, record `running`, run the call, record `done`/`failed`;
+- no record: ask the guard, record `running` (unless the call may run again), run the call,
+  record `done`/`failed` (`RunJournal.record_outcome`);
 - `done`, `failed`, `denied`, `skipped`: take the recorded result; the tool does not run;
 - `held`: ask the guard again (a reviewer may have decided since);
 - `approved`: give the guard the reviewer's approval (bound to the arguments), then as above;
@@ -29,6 +30,7 @@ from jianmu_bt.runtime.services import RunGuard
 from jianmu_bt.store import JournalEntry, digest_arguments
 from jianmu_bt.store.codec import UnrecordableValueError, check
 from jianmu_bt.tools import Tool, ToolCall, ToolResult
+from jianmu_bt.tools.effects import may_run_again as declared_safe
 
 IN_DOUBT_REASON = (
     "it was running when the run stopped and its tool is not declared read-only or idempotent: "
@@ -145,8 +147,6 @@ def may_run_again(tool: Tool | None) -> bool:
     effects are effects: `jianmu_bt.tools.effects`). None (no tool of that name: the call only
     fails as an unknown tool, touching nothing) may run again.
     """
-    from jianmu_bt.tools.effects import may_run_again as declared_safe  # (a resume-only path)
-
     return tool is None or declared_safe(tool)
 
 

@@ -2,9 +2,9 @@
 
 The batch's calls are keyed `<executor>#<entry>/<call id>`. Calls with a finished record take
 its result; the rest go through the guard together (as in a plain run) and are recorded `held`
-while they wait, `denied` when refused, `running` before they start and `done`/`failed` as each
-ends. A call in doubt after a crash holds the whole batch: the run pauses for a decision. See
-`jianmu_bt.nodes.journaled` for what each record means.
+while they wait, `denied` when refused, `running` before they start (those that may have a side
+effect) and `done`/`failed` as each ends. A call in doubt after a crash holds the whole batch: the
+run pauses for a decision. See `jianmu_bt.nodes.journaled` for what each record means.
 """
 
 from __future__ import annotations
@@ -161,8 +161,10 @@ async def run_journaled_batch(
         current = journal.recorded(keys[id_of(call)])
         if current is not None and current.status == "held":  # approved here, in this process
             starts.append(record(call, "approved"))
-        starts.append(record(call, "running"))
-    journal.write(*starts)
+        if not journaled.may_run_again(tools[id_of(call)]):  # see ToolNode
+            starts.append(record(call, "running"))
+    if starts:
+        journal.write(*starts)
     idempotency_keys = {key: journal.idempotency_key(keys[key]) for key in map(id_of, runnable)}
     unfinished = {id_of(call) for call in runnable}
     journal.started(len(unfinished))
@@ -172,7 +174,7 @@ async def run_journaled_batch(
         journal.ended()
         # An output the run cannot record: the call is a failed one (it ran; never again).
         results[id_of(call)] = result = journaled.recordable(result)
-        journal.write(record(call, "done" if result.ok else "failed", result))
+        journal.record_outcome(record(call, "done" if result.ok else "failed", result))
 
     try:
         await executor.execute(runnable, results, finished, idempotency_keys)

@@ -173,10 +173,14 @@ class ToolNode(AsyncNode):
         if journal.pausing:
             await journal.wait_for_halt()
         current = journal.recorded(key)
-        if current is not None and current.status == "held":  # approved here, in this process
-            journal.write(write("approved"), write("running"))
-        else:
-            journal.write(write("running"))
+        approved = current is not None and current.status == "held"  # here, in this process
+        # A call that may have a side effect is recorded before it starts (in doubt if the
+        # process dies during it); one that may run again needs no record until it ends.
+        starts = [write("approved")] if approved else []
+        if not journaled.may_run_again(self.tool):
+            starts.append(write("running"))
+        if starts:
+            journal.write(*starts)
         journal.started()
         try:
             result = await self._call(call, guard, journal.idempotency_key(key))
@@ -187,7 +191,7 @@ class ToolNode(AsyncNode):
         journal.ended()
         # An output the run cannot record: the call is a failed one (it ran; never again).
         result = journaled.recordable(result)
-        journal.write(write("done" if result.ok else "failed", result))
+        journal.record_outcome(write("done" if result.ok else "failed", result))
         return result
 
     async def _ask_guard(

@@ -1,6 +1,6 @@
 """Checkpointer: a durable run's checkpoints, written as what changed since the previous one.
 
-A durable run writes a checkpoint with every journal write, two a step. Each one whole (every
+A durable run writes a checkpoint with every journal write. Each one whole (every
 node's progress, the whole state) would make the store grow with the square of the steps and
 each step cost more than the last. So a run writes a whole document now and then (its first
 write in a process, then after `every` writes, and after twice as many each time since: the

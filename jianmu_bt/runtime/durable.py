@@ -225,6 +225,8 @@ class DurableRun:
         """Record how the run ended (unless replay found the tree changed) and free the lease."""
         journal = self.journal
         self.tree.runner.context.journal = None
+        # The outcomes still waiting (group commit) go with the run's last write.
+        outcomes = journal.take_pending() if journal is not None else []
         released = False
         try:
             if journal is not None and journal.fault:
@@ -232,10 +234,14 @@ class DurableRun:
                 # it was, resumable (a lost lease may refuse even this write).
                 with contextlib.suppress(StoreError):
                     self.store.append(
-                        self.run_id, self.owner, status=self.previous_status, fence=self.fence
+                        self.run_id,
+                        self.owner,
+                        outcomes,
+                        status=self.previous_status,
+                        fence=self.fence,
                     )
                 raise DurableRunError(journal.fault)
-            self._record_end(result)
+            self._record_end(result, outcomes)
             released = True
         finally:
             self._ended()
@@ -244,9 +250,10 @@ class DurableRun:
         result.run_id = self.run_id
         return result
 
-    def _record_end(self, result: RunResult) -> None:
-        """The outcome and the lease's release in one transaction (one commit less a run),
-        waiting out an unavailable store; StoreFaultError when it cannot be recorded."""
+    def _record_end(self, result: RunResult, outcomes: list[JournalEntry]) -> None:
+        """The run's end, the step `outcomes` still to write and the lease's release in one
+        transaction, waiting out an unavailable store; StoreFaultError when it cannot be
+        recorded."""
         store, run_id, owner = self.store, self.run_id, self.owner
         assert self.checkpoints is not None  # the run is ours: its checkpoints are made
         checkpoint = self.checkpoints.whole()
@@ -255,6 +262,7 @@ class DurableRun:
                 lambda: store.append(
                     run_id,
                     owner,
+                    outcomes,
                     checkpoint=checkpoint,
                     status=result.run_status,
                     reason=result.reason,
@@ -302,8 +310,13 @@ class DurableRun:
 
     def abandon(self) -> None:
         """The run raised (or its store failed) before it ended: free the lease if the store
-        allows (the run stays resumable)."""
+        allows (the run stays resumable), after the step outcomes still waiting to be written."""
         self.tree.runner.context.journal = None
+        journal = self.journal
+        outcomes = journal.take_pending() if journal is not None else []
+        if outcomes:
+            with contextlib.suppress(StoreError):
+                self.store.append(self.run_id, self.owner, outcomes, fence=self.fence)
         self._release()
 
     def waiting_calls(self) -> list[JournalEntry]:

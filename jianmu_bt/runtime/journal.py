@@ -1,9 +1,16 @@
 """RunJournal: a durable run's record of every tool call and LLM turn, and how resume replays it.
 
-A durable run writes to its run store (`jianmu_bt.store`) before and after every step that can
-have a side effect: a tool call is recorded `running` before it starts and `done`/`failed` with
-its result after; a call the guard holds is `held`; refusals are `denied`. Each write carries a
-checkpoint (state, guard, tree progress) in the same transaction.
+A durable run writes to its run store (`jianmu_bt.store`) around every step: a tool call that
+may have a side effect is recorded `running` before it starts, and every call's outcome
+(`done`/`failed`, with its result) after it; a call the guard holds is `held`; refusals are
+`denied`. Each write carries a checkpoint (state, guard, tree progress) in the same transaction.
+
+A call that may run again (its tool is declared read-only or idempotent) writes no `running`
+row, and its outcome is group-committed (`record_outcome`): written with the run's next write
+(another call's start, an LLM turn, a hold, the run's end), and at the latest once
+`GROUP_ENTRIES` outcomes wait or the oldest has waited `GROUP_SECONDS`, whatever the run is
+doing meanwhile. Lost to a crash, such a step simply runs again on resume; the outcome of a call
+that may not run again is written as soon as it ends.
 
 Resume runs the tree again from the run's initial state against the journal. Every step has a
 key that depends only on the tree and the order of its steps (`<node id>#<entry>`), so the
@@ -15,6 +22,8 @@ tool is declared read-only or idempotent, and is otherwise `in_doubt`: held for 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
@@ -44,6 +53,10 @@ WAITING_CALL = frozenset({"held", "in_doubt"})
 #: A step the tree itself cancelled (a Timeout decorator, a parent that moved on): on replay it
 #: waits until the tree cancels it again, so the run takes the same path.
 CANCELLED = "cancelled"
+#: At most this many group-committed outcomes wait for the next write: then they are written.
+GROUP_ENTRIES = 64
+#: Nor does the oldest of them wait longer than this many seconds, whatever the run does.
+GROUP_SECONDS = 0.05
 
 
 class StoreFaultError(StoreError):
@@ -98,6 +111,8 @@ class RunJournal:
         self._recorded: dict[str, JournalEntry] = {entry.key: entry for entry in recorded}
         self._entries: dict[str, int] = {}
         self._running = 0
+        self._pending: list[JournalEntry] = []  # outcomes not written yet (group commit)
+        self._timer: asyncio.TimerHandle | None = None  # writes them when they are due
         self.pause_reason: str | None = None
         #: Set by the runner while it ends the run: cancelled steps then stay `running` (the
         #: run was cut off, not the step), so a resume sees them as in flight.
@@ -128,9 +143,62 @@ class RunJournal:
         """The idempotency key of a step: the same in every process of the run."""
         return f"{self.run_id}/{key}"
 
+    def record_outcome(self, *entries: JournalEntry) -> None:
+        """Record how steps ended (`done`, `failed`, `cancelled`, an input read). The outcome
+        of a call that may not run again (`effectful`) is written at once; the others
+        with the next write (group commit), and at the latest once `GROUP_ENTRIES` wait or the
+        oldest has waited `GROUP_SECONDS`. This process sees them at once (`recorded`)."""
+        if self.stopped is not None:
+            raise RunStopped(self.stopped)
+        if any(entry.effectful for entry in entries):
+            self.write(*entries)
+            return
+        pending = self._pending
+        if not pending:
+            self._write_later()
+        pending.extend(entries)
+        for entry in entries:
+            self._recorded[entry.key] = entry
+        if len(pending) >= GROUP_ENTRIES:
+            self.write()
+
+    def _write_later(self) -> None:
+        """Have the outcomes that start waiting now written within `GROUP_SECONDS`: by a timer
+        of the event loop (asyncio), else by the runner before it waits (`must_flush`)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # another event loop, or none
+            return
+        self._timer = loop.call_later(GROUP_SECONDS, self._write_due)
+
+    def _write_due(self) -> None:
+        self._timer = None
+        with contextlib.suppress(RunStopped):  # the run is stopped (and woken) by `stop`
+            self.flush()
+
+    @property
+    def must_flush(self) -> bool:
+        """True when outcomes wait with no timer to write them: the runner writes them before
+        it waits for work (off asyncio)."""
+        return bool(self._pending) and self._timer is None
+
+    def flush(self) -> None:
+        """Write the outcomes that wait (with a checkpoint), if any; RunStopped as `write`."""
+        if self._pending:
+            self.write()
+
+    def take_pending(self) -> list[JournalEntry]:
+        """The outcomes that wait, handed to a caller that writes them itself (the run's end
+        record); none are left waiting."""
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+        pending, self._pending = self._pending, []
+        return pending
+
     def write(self, *entries: JournalEntry) -> None:
-        """Append entries and a checkpoint in one transaction of the store (mostly a delta over
-        the previous checkpoint: `jianmu_bt.runtime.checkpoints`).
+        """Append the outcomes that wait, then `entries`, and a checkpoint in one transaction of
+        the store (mostly a delta over the previous checkpoint: `jianmu_bt.runtime.checkpoints`).
 
         A write the store refuses or cannot make (after waiting up to `patience` seconds for it
         to come back) is not the step's outcome: the run stops at once (RunStopped, raised
@@ -138,6 +206,8 @@ class RunJournal:
         """
         if self.stopped is not None:  # another branch's write failed: nothing more is recorded
             raise RunStopped(self.stopped)
+        if self._pending:
+            entries = (*self.take_pending(), *entries)
         checkpoints = self.checkpoints
         checkpoint, delta = checkpoints.next() if checkpoints is not None else (None, False)
         store, run_id, owner, fence = self.store, self.run_id, self.owner, self.fence
@@ -246,14 +316,15 @@ class RunJournal:
         return self.pause_reason is not None and self._running <= 0
 
     def cancelled(self, *entries: JournalEntry) -> None:
-        """Record that the tree cancelled steps (unless the whole run is being cut off).
+        """Record that the tree cancelled steps (unless the whole run is being cut off or was
+        stopped): outcomes, written with the next write.
 
         Called while a cancellation propagates: a store error is logged, never raised over it.
         """
-        if self.closing or not entries:
+        if self.closing or self.stopped is not None or not entries:
             return
         try:
-            self.write(*entries)
+            self.record_outcome(*entries)
         except Exception:
             logger.exception("recording cancelled steps of run %s failed", self.run_id)
 

@@ -37,7 +37,7 @@ from jianmu_bt.runtime.results import (
 )
 from jianmu_bt.runtime.services import RunGuard
 from jianmu_bt.runtime.state import StateManager
-from jianmu_bt.runtime.stopping import stop_of
+from jianmu_bt.runtime.stopping import RunStopped, stop_of
 from jianmu_bt.runtime.task_groups import (
     LOOP_TASKS,
     DeferredStarts,
@@ -284,6 +284,11 @@ class TreeRunner:
                             # Set already: the tick's own writes; set while waiting: work ended.
                             if wake.is_set():
                                 continue
+                            if journal is not None and journal.must_flush:
+                                with contextlib.suppress(RunStopped):  # stopped: woken, raised
+                                    journal.flush()
+                                if wake.is_set():
+                                    continue
                             await wake.wait(wait)
                             if wake.is_set():  # work ended (else a deadline came)
                                 asked = True

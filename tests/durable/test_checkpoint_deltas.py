@@ -10,7 +10,7 @@ import pytest
 
 from jianmu_bt import AgentState, PythonTree, StateManager, ToolNode, react_agent, tool
 from jianmu_bt.llm import ScriptedProvider
-from jianmu_bt.runtime import checkpoints
+from jianmu_bt.runtime import checkpoints, journal
 from jianmu_bt.store import SQLiteStore, open_store
 
 
@@ -61,6 +61,7 @@ def _without_ticks(document):
 
 def test_the_history_of_a_run_with_deltas_reads_as_whole_checkpoints(store_location, monkeypatch):
     runs = {}
+    monkeypatch.setattr(journal, "GROUP_ENTRIES", 1)  # a checkpoint with every outcome
     for every in (1, checkpoints.FULL_EVERY):
         monkeypatch.setattr(checkpoints, "FULL_EVERY", every)
         with open_store(store_location) as store, _agent_tree(12) as tree:
