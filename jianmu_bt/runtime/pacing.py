@@ -75,9 +75,10 @@ def seconds_to_deadline(
 
 def only_work_can_move(nodes: Iterable[py_trees.behaviour.Behaviour]) -> bool:
     """True when a tick now would change no status: every RUNNING node is either an AsyncNode
-    (as ours: its status is its work's) whose work is still in flight, or a Sequence or Selector
-    with memory (as py_trees': it resumes at its running child). The next tick may then wait
-    for the work to end, whatever the last tick changed or wrote."""
+    (as ours: its status is its work's) whose work is still in flight, a Sequence or Selector
+    with memory (as py_trees': it resumes at its running child), or a Repeat, Retry or Inverter
+    (as py_trees') whose child runs. The next tick may then wait for the work to end, whatever
+    the last tick changed or wrote."""
     running = Status.RUNNING
     for node in nodes:
         if node.status is not running:
@@ -86,12 +87,17 @@ def only_work_can_move(nodes: Iterable[py_trees.behaviour.Behaviour]) -> bool:
         if kind == _RESUMES:
             if not cast(py_trees.composites.Sequence, node).memory:
                 return False
+        elif kind == _FOLLOWS:
+            if cast(py_trees.decorators.Decorator, node).decorated.status is not running:
+                return False  # its child ended: the next tick restarts it, or ends the loop
         elif kind != _WORKS or not cast(AsyncNode, node).working:
             return False
     return True
 
 
-_RESUMES, _WORKS, _OTHER = 1, 2, 0
+_RESUMES, _WORKS, _FOLLOWS, _OTHER = 1, 2, 3, 0
+# py_trees decorators that stay RUNNING, unchanged, while their child runs.
+_FOLLOWERS = (py_trees.decorators.Repeat, py_trees.decorators.Retry, py_trees.decorators.Inverter)
 
 
 @functools.cache
@@ -100,6 +106,13 @@ def _kind(cls: type) -> int:
     for composite in (py_trees.composites.Sequence, py_trees.composites.Selector):
         if issubclass(cls, composite) and cls.tick is composite.tick:
             return _RESUMES
+    for decorator in _FOLLOWERS:
+        if (
+            issubclass(cls, decorator)
+            and cls.update is decorator.update
+            and cls.tick is py_trees.decorators.Decorator.tick
+        ):
+            return _FOLLOWS
     if (
         issubclass(cls, AsyncNode)
         and cls.update is AsyncNode.update

@@ -378,6 +378,37 @@ def test_a_tick_that_writes_and_starts_work_waits_for_the_work_without_a_spare_t
     assert ticks == 1 and runner.tick_count == 2 and seen == [["count"]]
 
 
+@pytest.mark.parametrize("decorator", ["repeat", "retry", "inverter"])
+def test_a_repeat_retry_or_inverter_over_running_work_waits_without_spare_ticks(decorator):
+    # py_trees' Repeat, Retry and Inverter stay RUNNING, unchanged, while their child runs: no
+    # tick is spent on them until the work ends (each unasked tick would cost a pacer's delay).
+    async def main():
+        gates = [anyio.Event(), anyio.Event()]
+        body = py_trees.composites.Sequence(
+            "body", memory=True, children=[Held("a", gates[0]), Held("b", gates[1])]
+        )
+        wrap = {
+            "repeat": lambda: py_trees.decorators.Repeat("loop", body, num_success=1),
+            "retry": lambda: py_trees.decorators.Retry("retry", body, num_failures=2),
+            "inverter": lambda: py_trees.decorators.Inverter("not", body),
+        }[decorator]
+        runner = TreeRunner(wrap(), StateManager(Counter))
+        seen = []
+        async with anyio.create_task_group() as group:
+            group.start_soon(runner.arun)
+            for held, gate in zip(body.children, gates, strict=True):
+                while not held.working:
+                    await anyio.sleep(0.001)
+                await anyio.sleep(0.05)  # a spare tick, if any, happens meanwhile
+                seen.append(runner.tick_count)
+                gate.set()
+        return seen, runner.tick_count
+
+    seen, total = anyio.run(main)
+    # tick 1 starts `a`; tick 2 (a ended) starts `b`; tick 3 (b ended) ends the run.
+    assert seen == [1, 2] and total == 3
+
+
 def test_a_write_in_a_tick_still_reaches_an_earlier_reactive_check_at_once():
     # A Selector without memory looks again at its first child every tick: a value the same
     # tick wrote later must be seen now, not once the running work ends (it never would).
