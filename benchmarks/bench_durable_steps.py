@@ -1,9 +1,11 @@
 """The cost of a durable step as runs grow: 100, 1,000 and 10,000 no-op steps.
 
-The workflow: a tree built in Python (a PythonTree), a `Sequence` of N ToolNodes, each calling a
-sync no-op `@tool`. Each sample is one fresh run without a store and one durable run in a SQLite
-store (WAL, synchronous=NORMAL; one file across runs), interleaved; the per-step overhead of
-durability is (durable - no store) / N. Targets (issue 35):
+The workflow: a tree built in Python (a PythonTree), a `Sequence` of 100 ToolNodes, each calling
+a sync no-op `@tool`, repeated (`py_trees.decorators.Repeat`) until N steps ran: the run grows
+with N, the tree does not (a tick walks every node of the tree, so a flat sequence of N nodes
+would measure the tree's size too). Each sample is one fresh run without a store and one durable
+run in a SQLite store (WAL, synchronous=NORMAL; one file across runs), interleaved; the per-step
+overhead of durability is (durable - no store) / N. Targets (issue 35):
 
 - per-step overhead at most 100 us at every size, and flat: at 10,000 steps within 1.2x of 100;
 - at most 0.25x LangGraph's per-step overhead with SqliteSaver: the same N no-op nodes in a
@@ -50,6 +52,7 @@ from benchmarks.suite import main
 from jianmu_bt import AgentState, PythonTree, StateManager, ToolNode, tool
 from jianmu_bt.store import RunStore, SQLiteStore
 
+BODY = 100  # the steps of the loop's body: the tree has about as many nodes at every size
 STEP_LIMIT = 100e-6  # the per-step overhead of a durable no-op step
 FLAT_LIMIT = 1.2  # the overhead at the largest size within this many times the smallest's
 LANGGRAPH_SHARE = 0.25  # ours at most this share of LangGraph's per-step overhead
@@ -68,11 +71,18 @@ def noop_effect() -> int:
 
 
 def sequence(steps: int, step: Any = noop) -> PythonTree:
-    """A PythonTree of `steps` no-op tool steps in a sequence."""
+    """A PythonTree that runs `steps` no-op tool steps: a sequence of at most BODY of them,
+    repeated until `steps` ran, so that the tree is the same size whatever the run's length."""
+    body = min(steps, BODY)
+    if steps % body:
+        raise ValueError(f"steps must be a multiple of {body}, not {steps}")
 
     def build() -> py_trees.behaviour.Behaviour:
-        children = [ToolNode(step, f"S{i}") for i in range(steps)]
-        return py_trees.composites.Sequence("Main", memory=True, children=children)
+        children = [ToolNode(step, f"S{i}") for i in range(body)]
+        main = py_trees.composites.Sequence("Main", memory=True, children=children)
+        if steps == body:
+            return main
+        return py_trees.decorators.Repeat("Loop", main, num_success=steps // body)
 
     return PythonTree(f"steps{steps}-{step.name}", build, StateManager(AgentState))
 
