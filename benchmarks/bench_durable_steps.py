@@ -176,9 +176,7 @@ def durable_steps(settings: Settings) -> Section:
         for steps in sizes:
             path = Path(folder) / f"runs{steps}.db"
             with SQLiteStore(path) as store, sequence(steps) as tree:
-                samplers = {"plain": per_call(run_of(tree, None), 1)}
-                samplers["durable"] = per_call(run_of(tree, store), 1)
-                t = interleave(samplers, rounds=rounds, warmup=1)
+                t = paired(tree, store, rounds)
             found[steps] = overheads(t["durable"], t["plain"], steps)
             runs = rounds + 1  # the warm-up run is stored too
             per_step_bytes = path.stat().st_size / (steps * runs)
@@ -236,17 +234,17 @@ def durable_steps(settings: Settings) -> Section:
     )
 
 
+def paired(tree: PythonTree, store: RunStore, rounds: int) -> dict[str, list[float]]:
+    """Seconds of runs of `tree` without a store and in `store`, interleaved, after a warm-up."""
+    samplers = {"plain": per_call(run_of(tree, None), 1)}
+    samplers["durable"] = per_call(run_of(tree, store), 1)
+    return interleave(samplers, rounds=rounds, warmup=1)
+
+
 def effectful_row(steps: int, rounds: int, path: Path, data: dict[str, Any]) -> Row:
     """The per-step overhead of a no-op that declares nothing (reported, no target)."""
     with SQLiteStore(path) as store, sequence(steps, noop_effect) as tree:
-        t = interleave(
-            {
-                "plain": per_call(run_of(tree, None), 1),
-                "durable": per_call(run_of(tree, store), 1),
-            },
-            rounds=rounds,
-            warmup=1,
-        )
+        t = paired(tree, store, rounds)
     data["effectful"] = {"samples": t}
     overhead = statistics.median(overheads(t["durable"], t["plain"], steps))
     return info(
@@ -266,14 +264,7 @@ def postgres_row(steps: int, rounds: int, data: dict[str, Any]) -> Row:
         from jianmu_bt.store import PostgresStore
 
         with PostgresStore(dsn) as store, sequence(steps) as tree:
-            t = interleave(
-                {
-                    "plain": per_call(run_of(tree, None), 1),
-                    "durable": per_call(run_of(tree, store), 1),
-                },
-                rounds=rounds,
-                warmup=1,
-            )
+            t = paired(tree, store, rounds)
     finally:
         stop()
     data["postgres"] = {"samples": t}
