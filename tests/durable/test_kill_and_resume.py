@@ -120,7 +120,8 @@ def test_the_python_built_pipeline_writes_the_same_journal_rows(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("built", "where"), [("yaml", "sqlite"), ("python", "sqlite"), ("yaml", "postgres")]
+    ("built", "where"),
+    [("yaml", "sqlite"), ("python", "sqlite"), ("yaml", "postgres"), ("python", "postgres")],
 )
 @pytest.mark.parametrize("kill_after", sorted(KILL_POINTS))
 def test_kill_9_after_any_journal_row_then_resume_runs_each_step_exactly_once(

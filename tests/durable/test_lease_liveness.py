@@ -17,9 +17,11 @@ import time
 import pytest
 from durable_helpers import PIPELINE, cli_env, command, jianmu, ledger_names, wait_for
 
-from jianmu_bt.store import SQLiteStore, StoreError
+from jianmu_bt.store import StoreError, open_store
 
 HEARTBEAT = 0.5
+
+pytestmark = pytest.mark.parametrize("store_location", ["sqlite", "postgres"], indirect=True)
 
 
 def _unshare_or_skip() -> list[str]:
@@ -36,7 +38,7 @@ def _unshare_or_skip() -> list[str]:
 def _step_running(db) -> bool:
     """Whether step `a` (side effects, not idempotent) is in flight."""
     try:
-        with SQLiteStore(db, create=False) as store:
+        with open_store(db, create=False) as store:
             return any(
                 e.status == "running" and e.arguments.get("name") == "a" for e in store.journal("R")
             )
@@ -56,9 +58,9 @@ def _start(argv: list[str], env: dict[str, str], cwd) -> subprocess.Popen[str]:
     )
 
 
-def test_a_resume_from_another_pid_namespace_leaves_a_live_run_alone(tmp_path):
+def test_a_resume_from_another_pid_namespace_leaves_a_live_run_alone(tmp_path, store_location):
     unshare = _unshare_or_skip()
-    ledger, db, gate = tmp_path / "ledger", tmp_path / "runs.db", tmp_path / "gate"
+    ledger, db, gate = tmp_path / "ledger", store_location, tmp_path / "gate"
     env = {**cli_env(ledger), "JIANMU_STEP_GATE": str(gate), "JIANMU_HEARTBEAT": str(HEARTBEAT)}
     holder = _start(command("run", PIPELINE, "--store", db, "--run-id", "R"), env, tmp_path)
     try:
@@ -82,9 +84,11 @@ def test_a_resume_from_another_pid_namespace_leaves_a_live_run_alone(tmp_path):
     assert set(ledger_names(ledger).values()) == {1}
 
 
-def test_a_holder_killed_in_another_namespace_is_taken_over_once_its_lease_expires(tmp_path):
+def test_a_holder_killed_in_another_namespace_is_taken_over_once_its_lease_expires(
+    tmp_path, store_location
+):
     unshare = _unshare_or_skip()
-    ledger, db, gate = tmp_path / "ledger", tmp_path / "runs.db", tmp_path / "gate"
+    ledger, db, gate = tmp_path / "ledger", store_location, tmp_path / "gate"
     env = {**cli_env(ledger), "JIANMU_STEP_GATE": str(gate), "JIANMU_HEARTBEAT": str(HEARTBEAT)}
     holder = _start(
         [*unshare, *command("run", PIPELINE, "--store", db, "--run-id", "R")], env, tmp_path
@@ -95,7 +99,7 @@ def test_a_holder_killed_in_another_namespace_is_taken_over_once_its_lease_expir
         os.killpg(holder.pid, signal.SIGKILL)
         holder.wait(timeout=60)
     killed = time.time()
-    with SQLiteStore(db, create=False) as store:
+    with open_store(db, create=False) as store:
         expires = store.get_run("R").lease_expires
     # The dead holder's lease runs out within two heartbeats of its last renewal.
     assert expires is not None and expires <= killed + 2 * HEARTBEAT
