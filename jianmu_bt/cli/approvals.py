@@ -2,21 +2,22 @@
 
 A guard policy such as `approve: [deploy]` holds a call until a reviewer decides. The desk
 listens for those holds and answers each once: `all` approves, `none` rejects (the agent is told
-that no reviewer was available), `ask` asks the person at the terminal. Questions are asked from a
-thread of their own, so the run's other work goes on while the person thinks. An MCP server's
+that no reviewer was available), `ask` asks the person at the terminal, after showing why the
+call is held and its complete arguments, escaped (`jianmu_bt.cli.call_text`). Questions are asked
+from a thread of their own, so the run's other work goes on while the person thinks. An MCP server's
 questions for a person (elicitation) go to the same desk (`jianmu_bt.cli.questions`); the
 terminal holds one conversation at a time.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 import threading
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from jianmu_bt.cli.desks import Once, is_yes, terminal_text
+from jianmu_bt.cli.call_text import call_line, escape_hidden, held_call_text
+from jianmu_bt.cli.desks import Once, is_yes
 
 MODES = ("ask", "all", "none")
 ALREADY_DECIDED = "already decided in the viewer; the terminal's answer is not used"
@@ -80,7 +81,7 @@ class ApprovalDesk:
     def _question(self, call_id: str) -> None:
         try:
             with self._terminal:
-                answer = self.ask(f"approve {self._describe(call_id)}? [y/N] ")
+                answer = self.ask(self._question_text(call_id))
         except (EOFError, OSError):
             answer = ""
         # Someone else (the viewer's page, with `run --view --approve ask`) may have decided
@@ -99,13 +100,30 @@ class ApprovalDesk:
     def _still_pending(self, call_id: str) -> bool:
         return any(record.call_id == call_id for record in self.tree.pending_approvals())
 
-    def _describe(self, call_id: str) -> str:
+    def _record(self, call_id: str) -> Any:
+        """The held call's approval record (None once it is no longer pending)."""
         for record in self.tree.pending_approvals():
             if record.call_id == call_id:
-                arguments = json.dumps(record.arguments, ensure_ascii=False, default=str)
-                shown = f"{terminal_text(record.tool, 100)}({terminal_text(arguments, 200)})"
-                return f"{shown} [{call_id}]"
-        return call_id
+                return record
+        return None
+
+    def _describe(self, call_id: str) -> str:
+        """The call on one line, its arguments complete and escaped (`call_line`)."""
+        record = self._record(call_id)
+        if record is None:
+            return escape_hidden(call_id)
+        return call_line(record.tool, call_id, record.arguments)
+
+    def _question_text(self, call_id: str) -> str:
+        """What the person reads before answering: why the call is held, its complete
+        arguments (`held_call_text`), then the question."""
+        record = self._record(call_id)
+        if record is None:
+            return f"approve {escape_hidden(call_id)}? [y/N] "
+        shown = held_call_text(
+            record.tool, call_id, record.arguments, reason=record.reason, policy=record.policy
+        )
+        return f"{shown}approve {escape_hidden(record.tool)} [{escape_hidden(call_id)}]? [y/N] "
 
     def _say(self, text: str) -> None:
         print(text, file=self.out)

@@ -10,12 +10,12 @@ waiting and the run stays paused (exit 3).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from jianmu_bt.cli.approvals import default_mode
+from jianmu_bt.cli.call_text import escape_hidden, held_call_text
 from jianmu_bt.cli.errors import CLIError
 from jianmu_bt.cli.loading import load_tree_file
 from jianmu_bt.cli.run_session import add_output_options, run_and_report
@@ -120,6 +120,28 @@ def _on_terminal() -> bool:
     return default_mode() == "ask"
 
 
+#: Why a call in doubt waits (its journal row says no more than its status).
+IN_DOUBT = (
+    "in doubt: it was running when the run stopped and its tool is not declared read-only or "
+    "idempotent, so it may or may not have happened"
+)
+#: Why a held call waits, when its journal row does not keep the guard's reason.
+HELD = "the guard holds it until a reviewer decides"
+
+
+def _question_text(call: Any) -> str:
+    """What the person reads about a waiting journal entry before answering: why it waits, its
+    complete arguments, escaped (`held_call_text`), then the question."""
+    recorded = call.result if isinstance(call.result, dict) else {}
+    if call.status == "in_doubt":
+        reason, policy, what = IN_DOUBT, "", "run it again"
+    else:
+        reason = str(recorded.get("reason") or HELD)
+        policy, what = str(recorded.get("policy") or ""), "approve"
+    shown = held_call_text(call.tool, call.call_id, call.arguments, reason=reason, policy=policy)
+    return f"{shown}{what} {escape_hidden(call.tool)} [{escape_hidden(call.call_id)}]? [y/N] "
+
+
 def _ask_about(calls: list[Any], approve: list[str], deny: list[str]) -> None:
     """Ask at the terminal about each waiting call not decided on the command line."""
     decided = set(approve) | set(deny)
@@ -128,10 +150,8 @@ def _ask_about(calls: list[Any], approve: list[str], deny: list[str]) -> None:
     for call in calls:
         if call.call_id in decided or call.key in decided:
             continue
-        arguments = json.dumps(call.arguments, ensure_ascii=False, default=str)[:200]
-        what = "run it again" if call.status == "in_doubt" else "approve"
         try:
-            answer = input(f"{what} {call.tool}({arguments}) [{call.call_id}]? [y/N] ")
+            answer = input(_question_text(call))
         except (EOFError, OSError):
             answer = ""
         (approve if answer.strip().lower() in ("y", "yes") else deny).append(call.call_id)
