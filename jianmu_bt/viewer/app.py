@@ -7,7 +7,7 @@ and the decisions.
 | `GET /static/NAME` | draw.js, actions.js, viewer.js, viewer.css; no other file is served |
 | `GET /api/tree` | the tree's nodes, its SVG (when Graphviz drew it), the mode and the problems |
 | `GET /api/events` | Server-Sent Events, ids from 1; `Last-Event-ID` (or `?after=N`) resumes |
-| `GET /api/pending` | the calls waiting for a reviewer |
+| `GET /api/pending` | the calls waiting for a reviewer: tool, arguments, reason, policy |
 | `POST /api/decide` | `{"call_id", "decision": "approve"|"deny", "reason"}` |
 | `POST /api/fork` | `{"seq"}`: a new run from that checkpoint of a durable run |
 

@@ -70,7 +70,13 @@ class Source:
         if self.mode != "live" or self.tree is None or self.ended is not None:
             return []
         return [
-            {"call_id": r.call_id, "tool": r.tool, "arguments": r.arguments}
+            {
+                "call_id": r.call_id,
+                "tool": r.tool,
+                "arguments": r.arguments,
+                "reason": r.reason,
+                "policy": r.policy,
+            }
             for r in self.tree.pending_approvals()
         ]
 
@@ -160,10 +166,13 @@ def live_source(tree: Any, *, use_graphviz: bool = True) -> Source:
             source.ended = (str(data.get("run_status") or data.get("status")), run_id)
             source.run_loop = None
         if event.type == "guard.decision" and "arguments" not in data:
-            # The page shows a held call with its arguments (the guard's event names the call).
+            # The page shows a held call with its arguments and why it is held (the guard's
+            # event names the call and says the reason; its record has the rest).
             for record in tree.pending_approvals():
                 if record.call_id == data.get("call_id"):
                     data["arguments"] = record.arguments
+                    data.setdefault("reason", record.reason)
+                    data.setdefault("policy", record.policy)
         source.hub.publish(data)
 
     source._closers.append(tree.events.subscribe(forward))

@@ -1,11 +1,41 @@
 // The jianmu viewer's actions: the held calls a live run waits on (Approve, Deny) and "fork from
 // here" for a durable run's history. `window.JianmuActions(view, helpers)` returns the functions
 // bound to the page's `view` (viewer.js), which supplies `helpers`: `withToken(headers)` (the
-// token header added), `short(value, limit)` and `showProblems(list)`.
+// token header added) and `showProblems(list)`.
+//
+// A held call is shown whole: its arguments as JSON with every control and invisible formatting
+// character (bidi overrides, zero-width marks) written as an escape, so nothing can hide or
+// reorder text; long arguments start folded, with "show all" saying how much is hidden, and
+// Approve waits until they were shown. Why the call is held (the guard's reason and policy) is
+// shown too. All of it as text (textContent), never as HTML.
 "use strict";
 
-window.JianmuActions = function (view, { withToken, short, showProblems }) {
+window.JianmuActions = function (view, { withToken, showProblems }) {
   const $ = (id) => document.getElementById(id);
+  // Arguments longer than this start folded behind "show all".
+  const FOLDED_CHARS = 300;
+  const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
+
+  function escapeHidden(text) {
+    // Every control, format (bidi, zero-width) and line/paragraph separator as \uXXXX.
+    return text.replace(HIDDEN, (ch) => {
+      const code = ch.codePointAt(0);
+      return code > 0xffff ? "\\U" + code.toString(16).padStart(8, "0") : "\\u" + code.toString(16).padStart(4, "0");
+    });
+  }
+
+  function argumentsText(value) {
+    // The complete arguments as one line of JSON, hidden characters escaped.
+    const text = JSON.stringify(value === undefined ? null : value);
+    return escapeHidden(text === undefined ? String(value) : text);
+  }
+
+  function whyHeld(call) {
+    const reason = (call.reason || "").trim();
+    const policy = call.policy ? `policy ${call.policy}` : "";
+    const said = reason && policy ? `${reason} (${policy})` : reason || policy;
+    return said ? `held: ${escapeHidden(said)}` : "";
+  }
 
   // ----------------------------------------------------------------------------- decisions
   function heldCalls() {
@@ -35,8 +65,9 @@ window.JianmuActions = function (view, { withToken, short, showProblems }) {
       const item = document.createElement("div");
       item.className = "call";
       item.dataset.callId = call.call_id;
-      const what = document.createElement("div");
-      what.textContent = `${call.node || ""}: ${call.tool} ${short(call.arguments, 300)} [${call.call_id}]`;
+      const why = document.createElement("div");
+      why.className = "why";
+      why.textContent = whyHeld(call);
       const reason = document.createElement("input");
       reason.placeholder = "reason (for a denial)";
       reason.className = "reason";
@@ -46,9 +77,39 @@ window.JianmuActions = function (view, { withToken, short, showProblems }) {
       deny.textContent = "Deny"; deny.className = "deny";
       approve.addEventListener("click", () => decide(call.call_id, "approve", ""));
       deny.addEventListener("click", () => decide(call.call_id, "deny", reason.value));
-      item.append(what, approve, deny, reason);
+      item.append(describeCall(call, approve), why, approve, deny, reason);
       list.appendChild(item);
     }
+  }
+
+  function describeCall(call, approve) {
+    // `node: tool {arguments} [call id]`; long arguments folded behind a "show all" toggle,
+    // and `approve` enabled only once they were shown whole.
+    const what = document.createElement("div");
+    what.className = "what";
+    const who = `${escapeHidden(String(call.node || ""))}: ${escapeHidden(String(call.tool))} `;
+    const tail = ` [${escapeHidden(String(call.call_id))}]`;
+    const full = argumentsText(call.arguments);
+    const text = document.createElement("span");
+    text.className = "arguments";
+    text.textContent = full;
+    what.append(who, text, tail);
+    if (full.length <= FOLDED_CHARS) return what;
+    const hidden = full.length - FOLDED_CHARS;
+    const toggle = document.createElement("button");
+    toggle.className = "show-all";
+    approve.disabled = true;
+    approve.title = "show all the arguments first";
+    let open = false;
+    const show = () => {
+      text.textContent = open ? full : `${full.slice(0, FOLDED_CHARS)}\u2026`;
+      toggle.textContent = open ? "show less" : `show all (${hidden} more characters)`;
+      if (open) { approve.disabled = false; approve.title = ""; }
+    };
+    toggle.addEventListener("click", () => { open = !open; show(); });
+    show();
+    what.append(" ", toggle);
+    return what;
   }
 
   async function decide(callId, decision, reason) {

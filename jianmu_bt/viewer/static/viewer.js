@@ -34,7 +34,7 @@
   // ---------------------------------------------------------------- the tree and its drawing
   const token = () => $("token").value.trim();
   const withToken = (headers = {}) => ({ ...headers, "x-jianmu-token": token() });
-  const actions = window.JianmuActions(view, { withToken, short, showProblems });  // actions.js
+  const actions = window.JianmuActions(view, { withToken, showProblems });  // actions.js
 
   async function loadTree() {
     const response = await fetch("/api/tree", { headers: withToken() });
