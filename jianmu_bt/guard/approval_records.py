@@ -58,7 +58,9 @@ class ApprovalRecord:
     `kind` is PENDING (the batch is held) or CONFIRM (the call was refused until the user agrees).
     `note` is the reviewer's note on approval, or their reason on rejection. `digest` binds the
     record to its call (`arguments_digest(tool, arguments)`, computed when left empty): the
-    decision applies only to a call with this id and this digest.
+    decision applies only to a call with this id and this digest. A reviewer who approved the
+    call with other arguments left them in `approved_arguments` (bound by `approved_digest`):
+    the approval then applies to the edited call only. `decided_by` names who decided.
     """
 
     call_id: str
@@ -70,14 +72,33 @@ class ApprovalRecord:
     policy: str = ""
     note: str | None = None
     digest: str = ""
+    approved_arguments: Any = None
+    approved_digest: str = ""
+    decided_by: str | None = None
 
     def __post_init__(self) -> None:
         if not self.digest:
             object.__setattr__(self, "digest", arguments_digest(self.tool, self.arguments))
+        if self.approved_arguments is not None and not self.approved_digest:
+            digest = arguments_digest(self.tool, self.approved_arguments)
+            object.__setattr__(self, "approved_digest", digest)
+
+    @property
+    def edited(self) -> bool:
+        """True when a reviewer approved the call with other arguments than it proposed."""
+        return bool(self.approved_digest) and self.approved_digest != self.digest
 
     def binds(self, tool: str, arguments: Any) -> bool:
-        """True when a call to `tool` with `arguments` is the call this record is about."""
-        return self.digest == arguments_digest(tool, arguments)
+        """True when a call to `tool` with `arguments` is the call this record is about: the
+        proposed call, or the edited one a reviewer approved instead."""
+        digest = arguments_digest(tool, arguments)
+        return digest == self.digest or (self.edited and digest == self.approved_digest)
+
+    def approves(self, tool: str, arguments: Any) -> bool:
+        """True when this record's approval lets a call to `tool` with `arguments` run: the
+        edited call when the reviewer edited it (never the proposed one then), else the call."""
+        bound = self.approved_digest if self.edited else self.digest
+        return bound == arguments_digest(tool, arguments)
 
 
 @dataclass(frozen=True, slots=True)

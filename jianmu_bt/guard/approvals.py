@@ -95,25 +95,53 @@ class ApprovalStore:
 
     # -- reviewer's decisions ---------------------------------------------------------------
 
-    def approve(self, call_id: str, note: str | None = None) -> ApprovalRecord:
+    def approve(
+        self,
+        call_id: str,
+        note: str | None = None,
+        *,
+        arguments: Mapping[str, Any] | None = None,
+        by: str | None = None,
+    ) -> ApprovalRecord:
         """Approve the exact call recorded under `call_id` (its tool and arguments, the record's
         digest). A held (PENDING) call then runs; a refused (CONFIRM) call grants the identical
         call once. A later call repeating the id with another tool or arguments is not approved.
 
-        Raises UnknownApprovalError (a KeyError) for an unknown id, ValueError if rejected.
+        With `arguments` the reviewer approves the call with those arguments instead: only that
+        edited call is approved (it still passes every policy first: `GuardEnforcer.decide`).
+        `by` names who decided. Raises UnknownApprovalError (a KeyError) for an unknown id,
+        ValueError if rejected, or approved before with other arguments.
         """
         grant = None
+        edit = None if arguments is None else dict(arguments)
         with self._lock:
+            record = self._get_open(call_id)
+            if edit is not None and arguments_digest(record.tool, edit) == record.digest:
+                edit = None  # "edited" to what it proposed: a plain approval
+            if record.status is ApprovalStatus.APPROVED and edit != record.approved_arguments:
+                raise ValueError(f"call {call_id} was already approved with other arguments")
             record, changed = self._decide(call_id, ApprovalStatus.APPROVED, note)
             if not changed:
                 return record
+            record = replace(record, approved_arguments=edit, approved_digest="", decided_by=by)
+            self._records[call_id] = record
             if record.kind is Decision.CONFIRM:
-                grant = self._add_grant(canonical_tool_name(record.tool), record.arguments, 1, note)
+                allowed = record.arguments if edit is None else edit
+                grant = self._add_grant(canonical_tool_name(record.tool), allowed, 1, note)
         self._notify(ApprovalChange("approved", call_id, record=record, grant=grant))
         return record
 
-    def reject(self, call_id: str, reason: str) -> ApprovalRecord:
-        """Reject a waiting call: it becomes DENY and the LLM reads `reason`.
+    def as_approved(self, call: ToolCall) -> ToolCall:
+        """`call` as a reviewer approved it: with the edited arguments when they edited this
+        very call, else `call` itself."""
+        record = self._records.get(call.id) if call.id else None
+        if record is None or not record.edited or not record.binds(call.name, call.arguments):
+            return call
+        return replace(call, arguments=record.approved_arguments)
+
+    def reject(self, call_id: str, reason: str, *, by: str | None = None) -> ApprovalRecord:
+        """Reject a waiting call: it becomes DENY and the LLM reads `reason`; `by` names who
+        decided.
 
         Raises UnknownApprovalError (a KeyError) for an unknown id, ValueError for an empty
         reason or an already approved call.
@@ -122,6 +150,9 @@ class ApprovalStore:
             raise ValueError("reject needs a reason the LLM can read, got an empty one")
         with self._lock:
             record, changed = self._decide(call_id, ApprovalStatus.REJECTED, reason.strip())
+            if changed and by is not None:
+                record = replace(record, decided_by=by)
+                self._records[call_id] = record
         if changed:
             self._notify(ApprovalChange("rejected", call_id, record=record))
         return record
@@ -166,13 +197,14 @@ class ApprovalStore:
 
     def is_approved(self, call_id: str | None, tool: str, arguments: Any) -> bool:
         """True only when a reviewer approved the held (PENDING-kind) call `call_id` and this is
-        that very call: same tool and arguments (the record's digest)."""
+        that very call: same tool and arguments (the record's digest), or the arguments the
+        reviewer approved instead."""
         record = self._records.get(call_id) if call_id else None
         return (
             record is not None
             and record.status is ApprovalStatus.APPROVED
             and record.kind is Decision.PENDING
-            and record.binds(tool, arguments)
+            and record.approves(tool, arguments)
         )
 
     def pending(self, kind: Decision | None = None) -> list[ApprovalRecord]:

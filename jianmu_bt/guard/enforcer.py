@@ -104,6 +104,13 @@ class GuardEnforcer:
         ctx = self.context if ctx is None else ctx
         return [v for p in self.policies if (v := self._ask(p, call, tool, ctx)) is not None]
 
+    def refusal(self, call: ToolCall, tool: Tool | None = None) -> GuardVerdict | None:
+        """The first DENY a policy gives `call` against the counters as they are now, or None
+        (a reviewer's edit is checked with it before it is approved). Records nothing."""
+        return next(
+            (v for v in self.policy_verdicts(call, tool) if v.decision is Decision.DENY), None
+        )
+
     def preflight(
         self,
         calls: Iterable[ToolCall | Mapping[str, Any]],
@@ -262,8 +269,22 @@ class GuardEnforcer:
         # CONFIRM or PENDING: a reviewer's approval or a grant lets the call run.
         if self.approvals.is_approved(call.id, call.name, call.arguments):
             note = f": {record.note}" if record and record.note else ""
+            edited = " with edited arguments" if record is not None and record.edited else ""
             return GuardVerdict(
-                Decision.ALLOW, f"approved by a reviewer{note}", APPROVAL_POLICY, call.id, call.name
+                Decision.ALLOW,
+                f"approved by a reviewer{edited}{note}",
+                APPROVAL_POLICY,
+                call.id,
+                call.name,
+            )
+        if record is not None and record.edited and record.status is ApprovalStatus.APPROVED:
+            # The reviewer approved other arguments: the call as proposed does not run.
+            return GuardVerdict(
+                Decision.DENY,
+                "a reviewer approved this call only with other arguments",
+                APPROVAL_POLICY,
+                call.id,
+                call.name,
             )
         grant = self.approvals.use_grant(call, call_names(call, tool))
         if grant is not None:

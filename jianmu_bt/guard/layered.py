@@ -97,6 +97,14 @@ class LayeredGuard:
         ]
         return outer.decide(call, tool, verdicts)
 
+    def refusal(self, call: ToolCall, tool: Tool | None = None) -> GuardVerdict | None:
+        """The first DENY a policy of either level gives `call` now, or None; records nothing."""
+        for layer in self.layers:
+            found = layer.refusal(call, tool)
+            if found is not None:
+                return found
+        return None
+
     def preflight(
         self,
         calls: Iterable[ToolCall | Mapping[str, Any]],

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from typing import Any
 
 import anyio
 
-from jianmu_bt.guard import GuardVerdict
+from jianmu_bt.guard import ApprovalStatus, GuardVerdict
+from jianmu_bt.llm import tool_result_message
 from jianmu_bt.runtime.async_node import ContextNode
 from jianmu_bt.runtime.context import LoopHandle
 from jianmu_bt.runtime.services import RunGuard
+from jianmu_bt.tools import ToolCall, ToolResult
 
 
 class ThreadSafeEvent:
@@ -66,3 +70,16 @@ def announce(node: ContextNode, tool: str, call_id: str | None, verdict: GuardVe
         decision=verdict.decision.value,
         reason=verdict.reason,
     )
+
+
+def edit_noted(guard: RunGuard | None, call: ToolCall, result: ToolResult) -> dict[str, Any]:
+    """The tool message answering `call` with `result`; when a reviewer approved the call with
+    other arguments, it starts by saying so and with which, so the model knows what ran."""
+    message = tool_result_message(call, result)
+    record = guard.approvals.get(call.id) if guard is not None and call.id else None
+    if record is None or not record.edited or record.status is not ApprovalStatus.APPROVED:
+        return message
+    edited = json.dumps(record.approved_arguments, ensure_ascii=False, sort_keys=True)
+    note = f"[A reviewer changed this call's arguments before it ran; it ran with {edited}.]"
+    message["content"] = f"{note}\n{message['content']}"
+    return message

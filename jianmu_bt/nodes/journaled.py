@@ -54,9 +54,12 @@ def entry(
     result: ToolResult | None = None,
     *,
     digest: str,
+    decision: dict[str, Any] | None = None,
 ) -> JournalEntry:
-    """The journal record of `call` in `status` (with its result when it has one); `digest` is
+    """The journal record of `call` in `status` (with its result when it has one, or the
+    reviewer's `decision` on an `approved` row: `approval_document`); `digest` is
     `call_digest(call)`, worked out once per call (a call writes two rows or more)."""
+    document = result_document(result) if result is not None else decision
     return JournalEntry(
         key=key,
         call_id=call.id or "",
@@ -66,7 +69,7 @@ def entry(
         arguments=call.arguments,
         digest=digest,
         status=status,
-        result=result_document(result) if result is not None else None,
+        result=document,
         effectful=not may_run_again(tool),
         idempotent=bool(getattr(tool, "idempotent", False)),
     )
@@ -160,8 +163,9 @@ def is_finished(record: JournalEntry | None) -> bool:
     return record is not None and record.status in FINISHED_CALL
 
 
-def ensure_approved(guard: RunGuard, call: ToolCall) -> None:
-    """Give the guard a reviewer's approval recorded in the journal, bound to this exact call."""
+def ensure_approved(guard: RunGuard, call: ToolCall, record: JournalEntry) -> None:
+    """Give the guard a reviewer's approval recorded in the journal (`record`, an `approved`
+    row), bound to this exact call, with the arguments the reviewer approved instead if any."""
     approvals = guard.approvals
     call_id = id_of(call)
     existing = approvals.get(call_id)
@@ -172,7 +176,26 @@ def ensure_approved(guard: RunGuard, call: ToolCall) -> None:
         approvals.request(call, verdict)
     elif existing.status.value != "pending":
         return
-    approvals.approve(call_id, note="approved for this run (journal)")
+    decision = record.result if isinstance(record.result, dict) else {}
+    approvals.approve(
+        call_id,
+        note=decision.get("note") or "approved for this run (journal)",
+        arguments=decision.get("arguments"),
+        by=decision.get("by"),
+    )
+
+
+def approval_document(guard: RunGuard, call: ToolCall) -> dict[str, Any] | None:
+    """What an `approved` row keeps of the reviewer's decision on `call`: the arguments they
+    approved instead (when they edited it), who decided and their note; None when the guard
+    knows nothing more than that the call was approved."""
+    record = guard.approvals.get(id_of(call))
+    if record is None:
+        return None
+    document = {"by": record.decided_by, "note": record.note}
+    if record.edited:
+        document["arguments"] = record.approved_arguments
+    return document
 
 
 def in_doubt_reason(call: ToolCall) -> str:

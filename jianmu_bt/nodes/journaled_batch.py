@@ -84,21 +84,30 @@ async def run_journaled_batch(
     tools = {id_of(call): executor.toolset.get(call.name) for call in calls}
     digests = {id_of(call): journaled.call_digest(call) for call in calls}  # once per call
 
-    def record(call: ToolCall, status: str, result: ToolResult | None = None) -> JournalEntry:
+    proposed = {id_of(call): call for call in calls}
+
+    def record(
+        call: ToolCall,
+        status: str,
+        result: ToolResult | None = None,
+        decision: dict[str, Any] | None = None,
+    ) -> JournalEntry:
+        # Every row of a call is the call as proposed (a reviewer's edit is on its `approved` row).
         key = id_of(call)
         return journaled.entry(
             journal,
             keys[key],
             executor.node_key,
-            call,
+            proposed[key],
             tools[key],
             status,
             result,
             digest=digests[key],
+            decision=decision,
         )
 
     live: list[ToolCall] = []
-    approved: list[ToolCall] = []
+    approved: list[tuple[ToolCall, JournalEntry]] = []
     doubtful: list[ToolCall] = []
     cancelled: list[ToolCall] = []
     for call in calls:
@@ -118,7 +127,7 @@ async def run_journaled_batch(
         else:  # held or approved: the guard decides with what the reviewers said
             live.append(call)
             if found.status == "approved":
-                approved.append(call)
+                approved.append((call, found))
     if doubtful:
         await _hold_in_doubt(executor, journal, doubtful, record)
     if cancelled:  # the tree cancelled this batch before: it waits to be cancelled again
@@ -127,8 +136,8 @@ async def run_journaled_batch(
     guard = executor.active_guard()
     runnable = live
     if guard is not None and live:
-        for call in approved:
-            journaled.ensure_approved(guard, call)
+        for call, found in approved:
+            journaled.ensure_approved(guard, call, found)
 
         def held(pending: list[GuardVerdict]) -> None:
             by_id = {call.id: call for call in live}
@@ -160,7 +169,8 @@ async def run_journaled_batch(
     for call in runnable:
         current = journal.recorded(keys[id_of(call)])
         if current is not None and current.status == "held":  # approved here, in this process
-            starts.append(record(call, "approved"))
+            decision = journaled.approval_document(guard, call) if guard is not None else None
+            starts.append(record(call, "approved", decision=decision))
         if not journaled.may_run_again(tools[id_of(call)]):  # see ToolNode
             starts.append(record(call, "running"))
     if starts:

@@ -28,10 +28,9 @@ from typing import Any, Literal, TypeVar
 import anyio
 
 from jianmu_bt.guard import GuardVerdict
-from jianmu_bt.llm import tool_result_message
 from jianmu_bt.nodes.batch_calls import can_run_together, run_calls_together
 from jianmu_bt.nodes.calling import MeteredResult, id_of, run_tool_call
-from jianmu_bt.nodes.guarding import announce, verdicts_when_decided
+from jianmu_bt.nodes.guarding import announce, edit_noted, verdicts_when_decided
 from jianmu_bt.nodes.journaled_batch import run_journaled_batch
 from jianmu_bt.nodes.options import ExecutorOptions
 from jianmu_bt.runtime.async_node import AsyncNode
@@ -136,7 +135,8 @@ class ToolExecutor(AsyncNode):
         results: dict[str, ToolResult],
         on_hold: Callable[[list[GuardVerdict]], None] | None = None,
     ) -> list[ToolCall]:
-        """Verdicts for the batch; waits while any call is PENDING. Returns the calls to run.
+        """Verdicts for the batch; waits while any call is PENDING. Returns the calls to run,
+        with the arguments a reviewer approved instead where they edited a call.
 
         Refused calls get their refusal in `results`; `on_hold(pending_verdicts)` runs each
         time the batch is found held."""
@@ -154,12 +154,15 @@ class ToolExecutor(AsyncNode):
                 announced.add(verdict.call_id)
                 announce(self, verdict.tool, verdict.call_id, verdict)
 
+        approvals = guard.approvals
         verdicts = await verdicts_when_decided(
-            guard, lambda: guard.preflight(calls, self.toolset), held
+            guard,
+            lambda: guard.preflight([approvals.as_approved(c) for c in calls], self.toolset),
+            held,
         )
         self.feedback_message = ""
         runnable = []
-        for call, verdict in zip(calls, verdicts, strict=True):
+        for call, verdict in zip(map(approvals.as_approved, calls), verdicts, strict=True):
             if verdict.allowed:
                 runnable.append(call)
                 continue
@@ -293,8 +296,9 @@ class ToolExecutor(AsyncNode):
         in one state update."""
         options, fields = self.options, self.state.fields
         done = [(c, results[c.id]) for c in calls if c.id is not None and c.id in results]
+        guard = self.active_guard()
         updates: dict[str, Any] = {
-            options.messages_key: [tool_result_message(call, result) for call, result in done],
+            options.messages_key: [edit_noted(guard, call, result) for call, result in done],
         }
         if complete:
             updates[options.actions_key] = []
@@ -314,7 +318,6 @@ class ToolExecutor(AsyncNode):
                 for name, value in usage.items():
                     spent[name] = spent.get(name, 0) + value
             updates[USAGE_KEY] = spent
-        guard = self.active_guard()
         if guard is not None and options.guard_key and options.guard_key in fields:
             updates[options.guard_key] = guard.snapshot()
         self.state.update(updates)

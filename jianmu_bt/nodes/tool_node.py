@@ -108,7 +108,7 @@ class ToolNode(AsyncNode):
         call = ToolCall(self.tool.name, self.resolve_input(), call_id)
         guard = context.guard
         if guard is not None:
-            refusal = await self._ask_guard(guard, call)
+            refusal, call = await self._ask_guard(guard, call)
             if refusal is not None:
                 self.emit("tool.call.failed", tool=call.name, call_id=call.id, error=refusal.error)
                 return refusal
@@ -155,9 +155,10 @@ class ToolNode(AsyncNode):
                 journal.request_pause(journaled.in_doubt_reason(call))
                 await journal.wait_for_halt()
         guard = self.context.guard if self.context else None
+        run = call  # the call that runs: as a reviewer approved it
         if guard is not None:
             if record is not None and record.status == "approved":
-                journaled.ensure_approved(guard, call)
+                journaled.ensure_approved(guard, call, record)
 
             def held() -> None:
                 current = journal.recorded(key)
@@ -166,7 +167,7 @@ class ToolNode(AsyncNode):
                 if journal.hold == "pause":
                     journal.request_pause(f"{call.name} [{call.id}] waits for approval")
 
-            refusal = await self._ask_guard(guard, call, on_hold=held)
+            refusal, run = await self._ask_guard(guard, call, on_hold=held)
             if refusal is not None:
                 journal.write(write("denied", refusal))
                 return refusal
@@ -176,14 +177,15 @@ class ToolNode(AsyncNode):
         approved = current is not None and current.status == "held"  # here, in this process
         # A call that may have a side effect is recorded before it starts (in doubt if the
         # process dies during it); one that may run again needs no record until it ends.
-        starts = [write("approved")] if approved else []
+        decision = journaled.approval_document(guard, call) if approved and guard else None
+        starts = [write("approved", decision=decision)] if approved else []
         if not journaled.may_run_again(self.tool):
             starts.append(write("running"))
         if starts:
             journal.write(*starts)
         journal.started()
         try:
-            result = await self._call(call, guard, journal.idempotency_key(key))
+            result = await self._call(run, guard, journal.idempotency_key(key))
         except anyio.get_cancelled_exc_class():
             journal.ended()
             journal.cancelled(write("cancelled"))
@@ -196,7 +198,10 @@ class ToolNode(AsyncNode):
 
     async def _ask_guard(
         self, guard: RunGuard, call: ToolCall, on_hold: Callable[[], None] | None = None
-    ) -> ToolResult | None:
+    ) -> tuple[ToolResult | None, ToolCall]:
+        """The guard's refusal of `call` (None when it may run, after any wait for a
+        reviewer) and the call to run: as the reviewer approved it, edited or not."""
+
         def held(pending: list[GuardVerdict]) -> None:
             self.feedback_message = "waiting for approval"
             if on_hold is not None:
@@ -204,14 +209,16 @@ class ToolNode(AsyncNode):
             for verdict in pending:
                 announce(self, call.name, call.id, verdict)
 
+        approvals = guard.approvals
         (verdict,) = await verdicts_when_decided(
-            guard, lambda: [guard.check(call, self.tool)], held
+            guard, lambda: [guard.check(approvals.as_approved(call), self.tool)], held
         )
         self.feedback_message = ""
+        run = approvals.as_approved(call)
         if verdict.allowed:
-            return None
+            return None, run
         announce(self, call.name, call.id, verdict)
-        return verdict.to_result()
+        return verdict.to_result(), run
 
 
 def _tool_node_factory(tool: Tool, **kwargs: Any) -> ToolNode:

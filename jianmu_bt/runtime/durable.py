@@ -11,13 +11,13 @@ against its journal (see `jianmu_bt.runtime.journal`).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
 from jianmu_bt.runtime.checkpoints import Checkpointer
+from jianmu_bt.runtime.decisions import DecisionError, Decisions, decision_rows
 from jianmu_bt.runtime.journal import WAITING_CALL, RunJournal, StoreFaultError
 from jianmu_bt.runtime.lease import (
     heartbeat_seconds,
@@ -40,12 +40,7 @@ from jianmu_bt.store import (
     open_store,
     patiently,
 )
-
-DENIED_ERROR = "Error: a reviewer denied this call; it did not run"
-SKIPPED_ERROR = (
-    "Error: skipped: this call was in flight when the run stopped and a reviewer chose not to "
-    "run it again; it may or may not have happened"
-)
+from jianmu_bt.tools import Tool
 
 
 class DurableRunError(ValueError):
@@ -70,6 +65,7 @@ class DurableTree(Protocol):
     def runner(self) -> TreeRunner: ...
     @property
     def guards(self) -> list[Any]: ...
+    def tool_named(self, name: str) -> Tool | None: ...
 
 
 def as_store(store: RunStore | str | Path, *, create: bool = True) -> RunStore:
@@ -125,7 +121,7 @@ class DurableRun:
         self.fence = created.lease_token
         self._attach(())
 
-    def resume(self, approve: Iterable[str] = (), deny: Iterable[str] = ()) -> None:
+    def resume(self, decisions: Decisions | None = None) -> None:
         """Take the lease of a paused (or stopped) run, record the decisions, set up replay."""
         run = self.store.get_run(self.run_id)
         self.previous_status = run.status
@@ -137,7 +133,8 @@ class DurableRun:
                 f"digest {self.tree.digest[:12]}, the run's is {run.tree_digest[:12]}); resume it "
                 "with the tree as it was, or start a new run"
             )
-        self._decisions(approve, deny)  # refused before anything is written
+        decisions = decisions or Decisions()
+        self._decisions(decisions)  # refused before anything is written
         steal = run.lease_owner if owner_is_dead(run.lease_owner) else None
         mark_live(self.owner)
         try:
@@ -152,9 +149,9 @@ class DurableRun:
         self.fence = taken.lease_token
         self._watch()
         try:
-            decisions = self._decisions(approve, deny)  # as the journal is now, ours
-            if decisions:
-                self.store.append(self.run_id, self.owner, decisions, fence=self.fence)
+            rows = self._decisions(decisions)  # as the journal is now, ours
+            if rows:
+                self.store.append(self.run_id, self.owner, rows, fence=self.fence)
             first = self.store.checkpoint(self.run_id, 1)  # the initial state
             latest = self.store.latest_checkpoint(self.run_id)
             self.tree.state.restore(first.data.get("state") or {})
@@ -171,37 +168,16 @@ class DurableRun:
             self._release()
             raise
 
-    def _decisions(self, approve: Iterable[str], deny: Iterable[str]) -> list[JournalEntry]:
+    def _decisions(self, decisions: Decisions) -> list[JournalEntry]:
         """The journal rows of the reviewers' decisions on held and in-doubt calls (bound to
         their arguments); DurableRunError for a call that does not wait or a conflict."""
-        approve, deny = list(approve), list(deny)
-        if not approve and not deny:
+        if not decisions:
             return []
         waiting = [e for e in self.store.journal(self.run_id) if e.status in WAITING_CALL]
-        every = "all" in approve
-        rows: list[JournalEntry] = []
-        for call_id in (*(a for a in approve if a != "all"), *deny):
-            if not any(_names(e, call_id) for e in waiting):
-                listed = ", ".join(f"{e.call_id} ({e.tool}, {e.status})" for e in waiting)
-                raise DurableRunError(
-                    f"run {self.run_id} has no call {call_id!r} waiting for a decision; "
-                    f"waiting: {listed or 'none'}"
-                )
-        for entry in waiting:  # "all" with a deny means every other call: not a conflict
-            if any(_names(entry, c) for c in approve) and any(_names(entry, c) for c in deny):
-                raise DurableRunError(
-                    f"call {entry.call_id} ({entry.tool}) of run {self.run_id} is both approved "
-                    "and denied; give one decision per call"
-                )
-        for entry in waiting:
-            if any(_names(entry, c) for c in deny):
-                status = "denied" if entry.status == "held" else "skipped"
-                error = DENIED_ERROR if status == "denied" else SKIPPED_ERROR
-                result = {"tool": entry.tool, "ok": False, "output": None, "error": error}
-                rows.append(_with(entry, status, result))
-            elif every or any(_names(entry, c) for c in approve):
-                rows.append(_with(entry, "approved", None))
-        return rows
+        try:
+            return decision_rows(self.run_id, waiting, decisions, self.tree.tool_named)
+        except DecisionError as exc:
+            raise DurableRunError(str(exc)) from None
 
     def _attach(self, recorded: Iterable[JournalEntry]) -> None:
         self.journal = RunJournal(
@@ -322,12 +298,3 @@ class DurableRun:
     def waiting_calls(self) -> list[JournalEntry]:
         """The run's calls that wait for a decision (held or in doubt), in journal order."""
         return [e for e in self.store.journal(self.run_id) if e.status in WAITING_CALL]
-
-
-def _names(entry: JournalEntry, call_id: str) -> bool:
-    return call_id in (entry.call_id, entry.key)
-
-
-def _with(entry: JournalEntry, status: str, result: Any) -> JournalEntry:
-    """The entry's call in a new status (a new journal row: the store numbers it)."""
-    return dataclasses.replace(entry, status=status, result=result, position=0, created=0.0)

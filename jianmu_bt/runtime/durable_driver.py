@@ -20,11 +20,13 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import anyio
 
 from jianmu_bt.runtime.context import new_run_id
+from jianmu_bt.runtime.decisions import Decisions
 from jianmu_bt.runtime.durable import DurableRun, as_store
 from jianmu_bt.runtime.results import RunResult
 from jianmu_bt.runtime.runner import TreeRunner
 from jianmu_bt.runtime.state import StateManager
 from jianmu_bt.store import RunRecord, RunStore
+from jianmu_bt.tools import Tool
 
 __all__ = ["DurableDriver", "blocking", "forked_record"]
 
@@ -81,6 +83,10 @@ class DurableDriver:
     @property
     def guards(self) -> list[Any]:
         """Every guard of the tree (checkpointed with a durable run)."""
+        raise NotImplementedError
+
+    def tool_named(self, name: str) -> Tool | None:
+        """The tool of that name the tree calls (edited approvals are checked against it)."""
         raise NotImplementedError
 
     @property
@@ -147,17 +153,22 @@ class DurableDriver:
         deny: Iterable[str] = (),
         hold: str = "wait",
         timeout: float | None = None,
+        edits: Mapping[str, Mapping[str, Any]] | None = None,
+        by: str = "api",
     ) -> RunResult:
         """Continue a durable run in this process from its journal.
 
         Steps that finished are not run again (their results come from the journal). `approve`
         and `deny` decide calls that wait (call ids, or "all" to approve every one): an approved
         held call runs, an approved call in doubt runs again, a denied held call is `denied` and a
-        denied call in doubt `skipped` (the node sees a failed result). Raises DurableRunError
-        for a finished run, a changed tree, a run another process holds or a call both approved
-        and denied.
+        denied call in doubt `skipped` (the node sees a failed result). `edits` approves held
+        calls with other arguments (call id -> arguments: they must fit the tool's schema, and
+        the guard checks the edited call when the run reaches it); `by` names who decided.
+        Raises DurableRunError for a finished run, a changed tree, a run another process holds,
+        a call both approved and denied, or an edit that does not fit.
         """
-        return await self._drive(self._resume(run_id, store, approve, deny, hold), timeout)
+        decisions = Decisions.of(approve, deny, edits, by)
+        return await self._drive(self._resume(run_id, store, decisions, hold), timeout)
 
     resume = blocking(aresume)
 
@@ -202,14 +213,13 @@ class DurableDriver:
         self,
         run_id: str,
         store: RunStore | str | Path,
-        approve: Iterable[str],
-        deny: Iterable[str],
+        decisions: Decisions,
         hold: str,
     ) -> DurableRun:
         self._check_open()
         self._fresh(run_id)
         durable = DurableRun(self, as_store(store, create=False), run_id, hold)
-        durable.resume(approve, deny)
+        durable.resume(decisions)
         return durable
 
     async def _drive(self, durable: DurableRun | None, timeout: float | None) -> RunResult:

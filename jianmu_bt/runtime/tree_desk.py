@@ -23,9 +23,16 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from jianmu_bt.runtime.questions import Question, questions_of
+from jianmu_bt.tools import Tool, ToolCall, ToolSet
+from jianmu_bt.tools.argument_schema import schema_problems
 
 if TYPE_CHECKING:
     from jianmu_bt.runtime.runner import TreeRunner
+
+
+class EditRefusedError(ValueError):
+    """A reviewer's edit of a held call that cannot be approved: its arguments do not fit the
+    tool's schema, or a policy of the guard refuses the edited call. The call stays held."""
 
 
 class TreeDesk:
@@ -49,13 +56,52 @@ class TreeDesk:
             raise LookupError(f"tree '{self.name}' has no guard, so nothing awaits approval")
         return guards[0]  # raises the store's own "unknown call id" error
 
-    def approve(self, call_id: str, note: str | None = None) -> Any:
-        """Approve a held tool call (the run goes on); returns the approval record."""
-        return self._guard_for(call_id).approvals.approve(call_id, note)
+    def approve(
+        self,
+        call_id: str,
+        note: str | None = None,
+        *,
+        arguments: Mapping[str, Any] | None = None,
+        by: str = "api",
+    ) -> Any:
+        """Approve a held tool call (the run goes on); returns the approval record.
 
-    def reject(self, call_id: str, reason: str) -> Any:
+        With `arguments` the call runs with those instead (an edit): they must fit the tool's
+        schema and pass every policy of the guard as it stands (EditRefusedError, a
+        ValueError, says why not, and the call stays held). The agent is told of the edit. `by`
+        names who decided (in the journal and the approval record).
+        """
+        guard = self._guard_for(call_id)
+        record = guard.approvals.get(call_id)
+        if arguments is not None and record is not None:
+            edited = ToolCall(record.tool, dict(arguments), call_id)
+            tool = self.tool_named(record.tool)
+            problems = schema_problems(tool, edited.arguments) if tool is not None else []
+            if problems:
+                raise EditRefusedError(
+                    f"the edited arguments do not fit {record.tool}'s schema: "
+                    + "; ".join(problems)
+                )
+            denied = guard.refusal(edited, tool)
+            if denied is not None:
+                raise EditRefusedError(f"the guard refuses the edited call: {denied.reason}")
+        return guard.approvals.approve(call_id, note, arguments=arguments, by=by)
+
+    def reject(self, call_id: str, reason: str, *, by: str = "api") -> Any:
         """Reject a held tool call with a reason the agent is told; returns the record."""
-        return self._guard_for(call_id).approvals.reject(call_id, reason)
+        return self._guard_for(call_id).approvals.reject(call_id, reason, by=by)
+
+    def tool_named(self, name: str) -> Tool | None:
+        """The tool of that name that a node of the tree calls, or None."""
+        for node in self.runner.nodes:
+            tool = getattr(node, "tool", None)
+            if isinstance(tool, Tool) and tool.name == name:
+                return tool
+            toolset = getattr(node, "toolset", None)
+            found = toolset.get(name) if isinstance(toolset, ToolSet) else None
+            if found is not None:
+                return found
+        return None
 
     def pending_approvals(self) -> list[Any]:
         """Every tool call waiting for a reviewer, across the tree's guards."""
