@@ -85,8 +85,16 @@ def held_call_text(
 def call_line(tool: str, call_id: str, arguments: Any) -> str:
     """A call on one line, `tool({...}) [call_id]`, complete and escaped: what a desk says
     it decided without asking (`--approve all`, `none`)."""
+    return f"{call_summary(tool, arguments)} [{escape_hidden(call_id)}]"
+
+
+def call_summary(tool: str, arguments: Any, limit: int | None = None) -> str:
+    """`tool({...})` on one line, escaped; complete, or when `limit` is given cut there with
+    the cut said (`... (N more characters)`), never silently."""
     shown = arguments_text(arguments, indent=None)
-    return f"{escape_hidden(tool)}({shown}) [{escape_hidden(call_id)}]"
+    if limit is not None and len(shown) > limit:
+        shown = f"{shown[:limit]}... ({len(shown) - limit} more characters)"
+    return f"{escape_hidden(tool)}({shown})"
 
 
 def margin_lines(text: str, width: int) -> list[str]:

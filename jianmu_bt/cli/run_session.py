@@ -17,6 +17,7 @@ from typing import Any
 
 from jianmu_bt.cli.activity import ActivityLog
 from jianmu_bt.cli.approvals import ApprovalDesk
+from jianmu_bt.cli.call_text import call_summary, escape_hidden
 from jianmu_bt.cli.errors import CLIError
 from jianmu_bt.cli.summary import changed_keys, state_snapshot, summary_lines
 from jianmu_bt.cli.watch import WatchView
@@ -139,9 +140,9 @@ def _paused_lines(result: Any, held: list[dict[str, Any]]) -> list[str]:
     if not result.paused:
         return []
     lines = [f"Run {result.run_id} paused: {len(held)} call(s) wait for a decision"]
-    for call in held:
-        arguments = json.dumps(call["arguments"], ensure_ascii=False, default=str)
-        lines.append(f"  {call['status']:<8} {call['call_id']}  {call['tool']}({arguments})")
+    for call in held:  # whole and escaped: a reviewer may decide from this list
+        shown = call_summary(call["tool"], call["arguments"])
+        lines.append(f"  {call['status']:<8} {escape_hidden(call['call_id'])}  {shown}")
     first = held[0]["call_id"] if held else "CALL_ID"
     lines.append(
         f"Continue with: jianmu resume {result.run_id} --approve {first}  (or --deny {first})"

@@ -7,8 +7,9 @@ import datetime
 import json
 from typing import TYPE_CHECKING, Any
 
+from jianmu_bt.cli.call_text import call_summary, escape_hidden
 from jianmu_bt.cli.errors import CLIError
-from jianmu_bt.cli.stores import STORE_HELP, open_run_store, store_errors
+from jianmu_bt.cli.stores import STORE_HELP, WAITING, open_run_store, store_errors
 from jianmu_bt.cli.subcommand import add_command
 from jianmu_bt.cli.summary import usage_line
 
@@ -86,6 +87,9 @@ def _list(store: RunStore, as_json: bool) -> None:
 #: not started yet still waits (`held`); a call the tree cancelled (a Timeout, a parent that
 #: moved on) ended without a result (`failed`). `journal_status` keeps the journal's word.
 CALL_STATUS_SHOWN = {"approved": "held", "cancelled": "failed"}
+#: Longest arguments of a finished call shown by `runs show` (the rest is said, and `--json` has
+#: all); a call that waits for a decision is always shown whole.
+FINISHED_ARGUMENT_CHARS = 120
 
 
 def run_document(store: RunStore, run_id: str) -> dict[str, Any]:
@@ -160,5 +164,7 @@ def _show(store: RunStore, run_id: str, as_json: bool) -> None:
         print(f"  usage: {usage_line(document['usage'])}")
     print("calls:" if document["calls"] else "calls: none")
     for call in document["calls"]:
-        arguments = json.dumps(call["arguments"], ensure_ascii=False, default=str)[:120]
-        print(f"  {call['status']:<8} {call['call_id']}  {call['tool']}({arguments})")
+        # A call that waits for a decision is shown whole; the others cut, saying so.
+        limit = None if call["journal_status"] in WAITING else FINISHED_ARGUMENT_CHARS
+        shown = call_summary(call["tool"], call["arguments"], limit)
+        print(f"  {call['status']:<8} {escape_hidden(call['call_id'])}  {shown}")

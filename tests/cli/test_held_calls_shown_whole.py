@@ -20,6 +20,7 @@ from jianmu_bt.cli.call_text import (
     FOLDED,
     MARGIN,
     arguments_text,
+    call_summary,
     fold,
     held_call_text,
     margin_lines,
@@ -118,6 +119,13 @@ def test_the_block_says_which_call_why_it_is_held_and_all_its_arguments() -> Non
     assert all(len(row) <= 60 for row in block.splitlines())
 
 
+def test_a_summary_is_whole_or_cut_saying_how_much_was_left_out() -> None:
+    whole = call_summary("transfer\u202e", {"payload": LONG})
+    assert whole == f'transfer\\u202e({{"payload": "{LONG}"}})'
+    cut = call_summary("transfer", {"payload": LONG}, 120)
+    assert cut == f'transfer({{"payload": "{LONG[:107]}... ({len(LONG) - 107 + 2} more characters))'
+
+
 @pytest.fixture
 def held_tree(tmp_path: Path) -> Any:
     path = tmp_path / "held.yaml"
@@ -169,6 +177,11 @@ def test_resume_asks_with_the_complete_escaped_arguments_and_why_the_call_waits(
     env = {"PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"}
     paused = jianmu("run", path, *store, "--run-id", "R", "--approve", "later", env=env)
     assert paused.returncode == 3, paused.stdout + paused.stderr
+    # The list of waiting calls a reviewer may decide from, and `runs show`: whole and escaped.
+    whole = f"transfer({arguments_text(ARGUMENTS, indent=None)})"
+    listed = jianmu("runs", "show", "R", *store, env=env)
+    for said in (paused.stdout, listed.stdout):
+        assert whole in said and hidden_characters(said) == []
     resumed = answering("n\n", "resume", "R", *store, "--approve", "ask", env=env)
     assert resumed.returncode == 1, resumed.stdout + resumed.stderr
     asked = resumed.stdout.split("Run of 'held'")[0]
