@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import textwrap
 import unicodedata
 from typing import Any
 
@@ -76,7 +77,7 @@ def held_call_text(
     width = terminal_width() if width is None else max(width, MIN_WIDTH)
     heading = f"held: {escape_hidden(tool)} [{escape_hidden(call_id)}]"
     why = why_held(reason, policy)
-    first, *rest = fold(heading + (f": {why}" if why else ""), width - len(FOLDED))
+    first, *rest = wrap_words(heading + (f": {why}" if why else ""), width - len(FOLDED))
     lines = [first, *(FOLDED + part for part in rest)]
     lines.extend(margin_lines(arguments_text(arguments), width))
     return "".join(line + "\n" for line in lines)
@@ -107,6 +108,13 @@ def margin_lines(text: str, width: int) -> list[str]:
         shown.append(MARGIN + first)
         shown.extend(FOLDED + part for part in rest)
     return shown
+
+
+def wrap_words(text: str, room: int) -> list[str]:
+    """Prose (the heading, the reason) wrapped at spaces to `room` columns; a word wider than
+    that is folded (`fold`)."""
+    lines = textwrap.wrap(text, room, break_long_words=False, break_on_hyphens=False) or [""]
+    return [piece for line in lines for piece in fold(line, room)]
 
 
 def fold(line: str, room: int) -> list[str]:

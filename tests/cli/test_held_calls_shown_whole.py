@@ -49,11 +49,13 @@ def hidden_characters(text: str) -> list[str]:
 
 
 def logical_lines(block: str) -> list[str]:
-    """The block's lines with each folded line joined again to the line it continues."""
+    """The block's lines with each folded line joined again to the line it continues: as it
+    is to an argument line, with a space to the heading (wrapped at spaces)."""
     lines: list[str] = []
     for row in block.split("\n"):
         if row.startswith(FOLDED) and lines:
-            lines[-1] += row[len(FOLDED) :]
+            space = "" if lines[-1].startswith(MARGIN) else " "
+            lines[-1] += space + row[len(FOLDED) :]
         else:
             lines.append(row)
     return lines
@@ -112,10 +114,12 @@ def test_the_block_says_which_call_why_it_is_held_and_all_its_arguments() -> Non
     block = held_call_text(
         "transfer", "call_1", {"payload": LONG}, reason=REASON, policy="approval_required", width=60
     )
-    first, *rest = block.splitlines()
-    assert first == "held: transfer [call_1]: " + REASON[:31]
-    assert rest[0] == "  + " + REASON[31:] + " (policy approval_required)"
-    assert LONG in "".join(row[4:] for row in rest[1:])
+    heading, *_ = logical_lines(block)
+    assert heading == f"held: transfer [call_1]: {REASON} (policy approval_required)"
+    first, second, *_ = block.splitlines()
+    assert first == "held: transfer [call_1]: transfer runs only after a"
+    assert second == "  + reviewer approves the call (policy approval_required)"
+    assert arguments_shown(block) == arguments_text({"payload": LONG})
     assert all(len(row) <= 60 for row in block.splitlines())
 
 
