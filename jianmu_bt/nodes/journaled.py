@@ -185,6 +185,12 @@ def ensure_approved(guard: RunGuard, call: ToolCall, record: JournalEntry) -> No
     )
 
 
+def hold_document(verdict: GuardVerdict) -> dict[str, Any]:
+    """What a `held` row keeps of the guard's verdict: why it holds the call, and which policy
+    (every desk shows them, also to a reviewer deciding later from the journal)."""
+    return {"reason": verdict.reason, "policy": verdict.policy}
+
+
 def approval_document(guard: RunGuard, call: ToolCall) -> dict[str, Any] | None:
     """What an `approved` row keeps of the reviewer's decision on `call`: the arguments they
     approved instead (when they edited it), who decided and their note; None when the guard

@@ -148,7 +148,7 @@ async def run_journaled_batch(
                     continue
                 current = journal.recorded(keys[id_of(call)])
                 if current is None or current.status != "held":
-                    rows.append(record(call, "held"))
+                    rows.append(record(call, "held", decision=journaled.hold_document(verdict)))
             if rows:
                 journal.write(*rows)
             if journal.hold == "pause":

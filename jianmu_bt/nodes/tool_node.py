@@ -160,10 +160,10 @@ class ToolNode(AsyncNode):
             if record is not None and record.status == "approved":
                 journaled.ensure_approved(guard, call, record)
 
-            def held() -> None:
+            def held(verdict: GuardVerdict) -> None:
                 current = journal.recorded(key)
                 if current is None or current.status != "held":
-                    journal.write(write("held"))
+                    journal.write(write("held", decision=journaled.hold_document(verdict)))
                 if journal.hold == "pause":
                     journal.request_pause(f"{call.name} [{call.id}] waits for approval")
 
@@ -197,7 +197,10 @@ class ToolNode(AsyncNode):
         return result
 
     async def _ask_guard(
-        self, guard: RunGuard, call: ToolCall, on_hold: Callable[[], None] | None = None
+        self,
+        guard: RunGuard,
+        call: ToolCall,
+        on_hold: Callable[[GuardVerdict], None] | None = None,
     ) -> tuple[ToolResult | None, ToolCall]:
         """The guard's refusal of `call` (None when it may run, after any wait for a
         reviewer) and the call to run: as the reviewer approved it, edited or not."""
@@ -205,7 +208,7 @@ class ToolNode(AsyncNode):
         def held(pending: list[GuardVerdict]) -> None:
             self.feedback_message = "waiting for approval"
             if on_hold is not None:
-                on_hold()
+                on_hold(pending[0])
             for verdict in pending:
                 announce(self, call.name, call.id, verdict)
 

@@ -191,7 +191,10 @@ def test_resume_asks_with_the_complete_escaped_arguments_and_why_the_call_waits(
     asked = resumed.stdout.split("Run of 'held'")[0]
     heading, *_, question = logical_lines(asked)
     assert heading.startswith("held: transfer [call_")
-    assert heading.endswith("]: the guard holds it until a reviewer decides")
+    # The guard's own reason and policy, kept on the call's `held` row.
+    assert heading.endswith(
+        "]: transfer runs only after a reviewer approves the call (policy approval_required)"
+    )
     assert question.startswith("approve transfer [call_") and question.endswith("]? [y/N] ")
     assert arguments_shown(asked) == arguments_text(ARGUMENTS)
     assert hidden_characters(asked) == []

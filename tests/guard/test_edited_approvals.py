@@ -144,6 +144,10 @@ def test_a_tree_runs_the_call_as_the_reviewer_edited_it_and_records_who(tmp_path
     assert all(arguments == {"amount": 5000} for _, arguments, _ in rows)  # as proposed
     decision = rows[1][2]
     assert decision["arguments"] == {"amount": 50} and decision["by"] == "ann"
+    assert rows[0][2] == {  # the held row keeps why, for a reviewer deciding later
+        "reason": "pay runs only after a reviewer approves the call",
+        "policy": "approval_required",
+    }
 
 
 def test_an_edit_that_does_not_fit_the_schema_or_the_guard_is_refused_and_stays_held(tmp_path):
@@ -156,7 +160,7 @@ def test_an_edit_that_does_not_fit_the_schema_or_the_guard_is_refused_and_stays_
             arguments={"path": str(tmp_path / "other.txt")},
         )
         result = tree.run()
-    assert result.ok and WRITTEN == [str(tmp_path / "other.txt")]
+    assert result.ok and [str(tmp_path / "other.txt")] == WRITTEN
     messages = [str(e) for e in errors]
     assert len(messages) == 3
     assert "schema" in messages[0] and "arguments.path" in messages[0]
