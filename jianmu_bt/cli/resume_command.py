@@ -3,13 +3,15 @@
 Steps that finished are not run again: a completed call's result comes from the journal. Calls
 that wait for a decision (held by the guard, or in doubt after a crash) are decided with
 `--approve CALL_ID` / `--deny CALL_ID` (repeatable; `--approve all` approves every one); on a
-terminal, `--approve ask` (the default there) asks about each. Without a decision a call stays
-waiting and the run stays paused (exit 3).
+terminal, `--approve ask` (the default there) asks about each. `--edit CALL_ID=JSON` approves a
+held call with other arguments (checked against the tool's schema now, and by the guard when the
+run reaches the call). Without a decision a call stays waiting and the run stays paused (exit 3).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,7 @@ examples:
   jianmu resume run_3f2a9c0d1e2b --approve call_1a2b3c4d5e
   jianmu resume run_3f2a9c0d1e2b --deny call_1a2b3c4d5e --json
   jianmu resume run_3f2a9c0d1e2b --approve all --store /data/runs.db
+  jianmu resume run_3f2a9c0d1e2b --edit 'call_1a2b3c4d5e={"amount": 50}'
 
 --approve on a held call runs it; on a call in doubt (it was running when the process died and
 has side effects) runs it again. --deny on a held call marks it denied; on a call in doubt,
@@ -53,6 +56,14 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--deny", action="append", default=[], metavar="CALL_ID", help="deny a waiting call"
     )
+    parser.add_argument(
+        "--edit",
+        action="append",
+        default=[],
+        metavar="CALL_ID=JSON",
+        help="approve a held call with these arguments instead (a JSON object, or @FILE with "
+        "one); repeatable",
+    )
     add_output_options(parser)
 
 
@@ -74,7 +85,9 @@ def handle(args: argparse.Namespace) -> int:
         python = run.tree_path.startswith(PYTHON_SOURCE_PREFIX)
         if not python and not Path(run.tree_path).is_file():
             raise CLIError(f"run {args.run_id}: its tree file {run.tree_path} no longer exists")
-        ask = "ask" in args.approve or (not args.approve and not args.deny and _on_terminal())
+        edits = parse_edits(args.edit)
+        decided = args.approve or args.deny or edits
+        ask = "ask" in args.approve or (not decided and _on_terminal())
         approve = [a for a in args.approve if a != "ask"]
         deny = list(args.deny)
         if ask:
@@ -89,6 +102,8 @@ def handle(args: argparse.Namespace) -> int:
                         store=store,
                         approve=approve,
                         deny=deny,
+                        edits=edits,
+                        by="cli",
                         hold="wait" if ask else "pause",
                         timeout=args.timeout,
                     )
@@ -101,6 +116,33 @@ def handle(args: argparse.Namespace) -> int:
             tree.close()
     finally:
         store.close()
+
+
+def parse_edits(given: list[str]) -> dict[str, dict[str, Any]]:
+    """`--edit CALL_ID=JSON` values as call id -> arguments (JSON text, or @FILE holding it);
+    CLIError naming the value that is not one."""
+    edits: dict[str, dict[str, Any]] = {}
+    for value in given:
+        call_id, sep, text = value.partition("=")
+        if not sep or not call_id.strip():
+            raise CLIError(f'--edit {value!r}: expected CALL_ID=JSON, e.g. call_1a2b={{"n": 1}}')
+        where = f"--edit {call_id}"
+        if text.startswith("@"):
+            try:
+                text = Path(text[1:]).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise CLIError(f"{where}: cannot read {text[1:]}: {exc.strerror}") from None
+            where = f"{where} ({Path(value.partition('=')[2][1:])})"
+        try:
+            arguments = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CLIError(
+                f"{where}: not JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+            ) from None
+        if not isinstance(arguments, dict):
+            raise CLIError(f"{where}: the arguments must be a JSON object, not {text.strip()}")
+        edits[call_id.strip()] = arguments
+    return edits
 
 
 def _python_tree(source: str) -> Any:
