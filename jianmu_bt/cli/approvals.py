@@ -3,7 +3,10 @@
 A guard policy such as `approve: [deploy]` holds a call until a reviewer decides. The desk
 listens for those holds and answers each once: `all` approves, `none` rejects (the agent is told
 that no reviewer was available), `ask` asks the person at the terminal, after showing why the
-call is held and its complete arguments, escaped (`jianmu_bt.cli.call_text`). Questions are asked
+call is held and its complete arguments, escaped (`jianmu_bt.cli.call_text`). There `e` approves
+the call with other arguments, typed as one JSON object (`jianmu_bt.cli.edited_arguments`); an
+edit the tree refuses (not JSON, not the tool's schema, refused by a policy) is said in one line
+and the same call is asked about again. Questions are asked
 from a thread of their own, so the run's other work goes on while the person thinks. An MCP server's
 questions for a person (elicitation) go to the same desk (`jianmu_bt.cli.questions`); the
 terminal holds one conversation at a time.
@@ -18,10 +21,15 @@ from typing import Any, TextIO
 
 from jianmu_bt.cli.call_text import call_line, escape_hidden, held_call_text
 from jianmu_bt.cli.desks import Once, is_yes
+from jianmu_bt.cli.edited_arguments import EDIT_PROMPT, EditTextError, arguments_from_text, is_edit
 
 MODES = ("ask", "all", "none")
 ALREADY_DECIDED = "already decided in the viewer; the terminal's answer is not used"
 NO_REVIEWER = "no reviewer was available for this run (start it with --approve ask or all)"
+#: The answers a held call's question takes: yes, no (the default), edit.
+CHOICES = "[y/N/e]"
+#: Who decided, in the journal and the approval record.
+DECIDED_BY = "terminal"
 
 
 def default_mode(stdin: TextIO | None = None) -> str:
@@ -79,23 +87,47 @@ class ApprovalDesk:
             threading.Thread(target=self._question, args=(call_id,), daemon=True).start()
 
     def _question(self, call_id: str) -> None:
-        try:
-            with self._terminal:
+        """Ask about the call until it is decided (a refused edit asks again)."""
+        while True:
+            answer, edit = self._answers(call_id)
+            # Someone else (the viewer's page, with `run --view --approve ask`) may have decided
+            # while the question was open: the first decision stands.
+            if not self._still_pending(call_id):
+                self._say(f"{call_id}: {ALREADY_DECIDED}")
+                return
+            if self._decide(call_id, answer, edit):
+                return
+
+    def _answers(self, call_id: str) -> tuple[str, str | None]:
+        """The answer to the question and, after `e`, the arguments typed (else None). The end
+        of input answers no, at either prompt."""
+        with self._terminal:
+            try:
                 answer = self.ask(self._question_text(call_id))
-        except (EOFError, OSError):
-            answer = ""
-        # Someone else (the viewer's page, with `run --view --approve ask`) may have decided
-        # while the question was open: the first decision stands.
-        if not self._still_pending(call_id):
-            self._say(f"{call_id}: {ALREADY_DECIDED}")
-            return
+                return answer, self.ask(EDIT_PROMPT) if is_edit(answer) else None
+            except (EOFError, OSError):
+                return "", None
+
+    def _decide(self, call_id: str, answer: str, edit: str | None) -> bool:
+        """Approve with the `edit`'s arguments when given, else approve (yes) or reject; False
+        (having said why in one line) when the edit is refused and the call stays held."""
+        from jianmu_bt.runtime.tree_desk import EditRefusedError
+
         try:
-            if is_yes(answer):
-                self.tree.approve(call_id, note="approved at the terminal")
+            if edit is not None:
+                arguments = arguments_from_text(edit)
+                note = "approved with edits at the terminal"
+                self.tree.approve(call_id, note, arguments=arguments, by=DECIDED_BY)
+            elif is_yes(answer):
+                self.tree.approve(call_id, note="approved at the terminal", by=DECIDED_BY)
             else:
-                self.tree.reject(call_id, "the reviewer at the terminal said no")
+                self.tree.reject(call_id, "the reviewer at the terminal said no", by=DECIDED_BY)
+        except (EditTextError, EditRefusedError) as exc:
+            self._say(f"{call_id}: edit refused: {exc}")
+            return False
         except (KeyError, ValueError):  # decided elsewhere in between
             self._say(f"{call_id}: {ALREADY_DECIDED}")
+        return True
 
     def _still_pending(self, call_id: str) -> bool:
         return any(record.call_id == call_id for record in self.tree.pending_approvals())
@@ -119,11 +151,12 @@ class ApprovalDesk:
         arguments (`held_call_text`), then the question."""
         record = self._record(call_id)
         if record is None:
-            return f"approve {escape_hidden(call_id)}? [y/N] "
+            return f"approve {escape_hidden(call_id)}? {CHOICES} "
         shown = held_call_text(
             record.tool, call_id, record.arguments, reason=record.reason, policy=record.policy
         )
-        return f"{shown}approve {escape_hidden(record.tool)} [{escape_hidden(call_id)}]? [y/N] "
+        what = f"approve {escape_hidden(record.tool)} [{escape_hidden(call_id)}]"
+        return f"{shown}{what}? {CHOICES} "
 
     def _say(self, text: str) -> None:
         print(text, file=self.out)

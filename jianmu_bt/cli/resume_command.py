@@ -3,7 +3,8 @@
 Steps that finished are not run again: a completed call's result comes from the journal. Calls
 that wait for a decision (held by the guard, or in doubt after a crash) are decided with
 `--approve CALL_ID` / `--deny CALL_ID` (repeatable; `--approve all` approves every one); on a
-terminal, `--approve ask` (the default there) asks about each. `--edit CALL_ID=JSON` approves a
+terminal, `--approve ask` (the default there) asks about each (`e` approves a held call with
+other arguments typed there: `jianmu_bt.cli.resume_questions`). `--edit CALL_ID=JSON` approves a
 held call with other arguments (checked against the tool's schema now, and by the guard when the
 run reaches the call). Without a decision a call stays waiting and the run stays paused (exit 3).
 """
@@ -11,15 +12,15 @@ run reaches the call). Without a decision a call stays waiting and the run stays
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from jianmu_bt.cli.approvals import default_mode
-from jianmu_bt.cli.call_text import escape_hidden, held_call_text
+from jianmu_bt.cli.edited_arguments import EditTextError, arguments_from_text
 from jianmu_bt.cli.errors import CLIError
 from jianmu_bt.cli.loading import load_tree_file
+from jianmu_bt.cli.resume_questions import Answers, ask_about, schema_refusal
 from jianmu_bt.cli.run_session import add_output_options, run_and_report
 from jianmu_bt.cli.stores import STORE_HELP, open_run_store, store_errors, waiting_calls
 from jianmu_bt.cli.subcommand import add_command
@@ -88,21 +89,20 @@ def handle(args: argparse.Namespace) -> int:
         edits = parse_edits(args.edit)
         decided = args.approve or args.deny or edits
         ask = "ask" in args.approve or (not decided and _on_terminal())
-        approve = [a for a in args.approve if a != "ask"]
-        deny = list(args.deny)
-        if ask:
-            _ask_about(waiting_calls(store, args.run_id), approve, deny)
+        answers = Answers([a for a in args.approve if a != "ask"], list(args.deny), edits)
         tree = _python_tree(run.tree_path) if python else load_tree_file(run.tree_path)
         try:
+            if ask:
+                ask_about(waiting_calls(store, args.run_id), answers, schema_refusal(tree))
 
             def start() -> Any:
                 with store_errors():
                     return tree.resume(
                         args.run_id,
                         store=store,
-                        approve=approve,
-                        deny=deny,
-                        edits=edits,
+                        approve=answers.approve,
+                        deny=answers.deny,
+                        edits=answers.edits,
                         by="cli",
                         hold="wait" if ask else "pause",
                         timeout=args.timeout,
@@ -134,14 +134,9 @@ def parse_edits(given: list[str]) -> dict[str, dict[str, Any]]:
                 raise CLIError(f"{where}: cannot read {text[1:]}: {exc.strerror}") from None
             where = f"{where} ({Path(value.partition('=')[2][1:])})"
         try:
-            arguments = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CLIError(
-                f"{where}: not JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-            ) from None
-        if not isinstance(arguments, dict):
-            raise CLIError(f"{where}: the arguments must be a JSON object, not {text.strip()}")
-        edits[call_id.strip()] = arguments
+            edits[call_id.strip()] = arguments_from_text(text)
+        except EditTextError as exc:
+            raise CLIError(f"{where}: {exc}") from None
     return edits
 
 
@@ -160,41 +155,3 @@ def _python_tree(source: str) -> Any:
 
 def _on_terminal() -> bool:
     return default_mode() == "ask"
-
-
-#: Why a call in doubt waits (its journal row says no more than its status).
-IN_DOUBT = (
-    "in doubt: it was running when the run stopped and its tool is not declared read-only or "
-    "idempotent, so it may or may not have happened"
-)
-#: Why a held call waits, when its journal row does not keep the guard's reason.
-HELD = "the guard holds it until a reviewer decides"
-
-
-def _question_text(call: Any) -> str:
-    """What the person reads about a waiting journal entry before answering: why it waits, its
-    complete arguments, escaped (`held_call_text`), then the question."""
-    recorded = call.result if isinstance(call.result, dict) else {}
-    if call.status == "in_doubt":
-        reason, policy, what = IN_DOUBT, "", "run it again"
-    else:
-        reason = str(recorded.get("reason") or HELD)
-        policy, what = str(recorded.get("policy") or ""), "approve"
-    shown = held_call_text(call.tool, call.call_id, call.arguments, reason=reason, policy=policy)
-    return f"{shown}{what} {escape_hidden(call.tool)} [{escape_hidden(call.call_id)}]? [y/N] "
-
-
-def _ask_about(calls: list[Any], approve: list[str], deny: list[str]) -> None:
-    """Ask at the terminal about each waiting call not decided on the command line."""
-    decided = set(approve) | set(deny)
-    if "all" in decided:
-        return
-    for call in calls:
-        if call.call_id in decided or call.key in decided:
-            continue
-        try:
-            answer = input(_question_text(call))
-        except (EOFError, OSError):
-            answer = ""
-        (approve if answer.strip().lower() in ("y", "yes") else deny).append(call.call_id)
-    print("", file=sys.stderr, end="")

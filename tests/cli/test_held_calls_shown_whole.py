@@ -153,7 +153,7 @@ def test_the_terminal_desk_asks_with_the_reason_and_the_complete_escaped_argumen
     heading, *_, question = logical_lines(prompt)
     call_id = held_tree.guard.approvals.records()[0].call_id
     assert heading == f"held: transfer [{call_id}]: {REASON} (policy approval_required)"
-    assert question == f"approve transfer [{call_id}]? [y/N] "
+    assert question == f"approve transfer [{call_id}]? [y/N/e] "
     assert arguments_shown(prompt) == arguments_text(ARGUMENTS)
     assert hidden_characters(prompt) == []
 
@@ -195,7 +195,7 @@ def test_resume_asks_with_the_complete_escaped_arguments_and_why_the_call_waits(
     assert heading.endswith(
         "]: transfer runs only after a reviewer approves the call (policy approval_required)"
     )
-    assert question.startswith("approve transfer [call_") and question.endswith("]? [y/N] ")
+    assert question.startswith("approve transfer [call_") and question.endswith("]? [y/N/e] ")
     assert arguments_shown(asked) == arguments_text(ARGUMENTS)
     assert hidden_characters(asked) == []
 
