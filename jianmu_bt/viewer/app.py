@@ -8,8 +8,13 @@ and the decisions.
 | `GET /api/tree` | the tree's nodes, its SVG (when Graphviz drew it), the mode and the problems |
 | `GET /api/events` | Server-Sent Events, ids from 1; `Last-Event-ID` (or `?after=N`) resumes |
 | `GET /api/pending` | the calls waiting for a reviewer: tool, arguments, reason, policy |
-| `POST /api/decide` | `{"call_id", "decision": "approve"|"deny", "reason"}` |
+| `POST /api/decide` | `{"call_id", "decision": "approve"|"deny", "reason", "arguments"?}` |
 | `POST /api/fork` | `{"seq"}`: a new run from that checkpoint of a durable run |
+
+An approval with `"arguments"` (a JSON object, or the text of one as the page's editor sends it)
+runs the held call with those instead: text that is not a JSON object is refused with 400, an
+edit the tree refuses (not the tool's schema, refused by a guard policy) with 422; either way with
+`{"error": why}`, and the call stays held.
 
 Every request passes `HostOriginGuard` first (foreign Host or Origin: 403). Every `/api/` route
 needs the token printed at start-up (403 without it): in the `X-Jianmu-Token` header, or for the
@@ -20,7 +25,7 @@ no data and need none; the page reads the token from its URL's `#token=` fragmen
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +67,26 @@ def _last_id(request: Request) -> int:
         return max(0, int(raw))
     except ValueError:
         return 0
+
+
+def edited_arguments(body: Mapping[str, Any], decision: str) -> dict[str, Any] | None:
+    """The arguments an approval edits the call to (None: no edit): `"arguments"` as a JSON
+    object, or the text of one. DecisionError (400) for anything else, or with a denial."""
+    given = body.get("arguments")
+    if given is None:
+        return None
+    if decision != "approve":
+        raise DecisionError(400, "only an approval can carry edited 'arguments'")
+    if isinstance(given, str):
+        try:
+            given = json.loads(given)
+        except json.JSONDecodeError as exc:
+            where = f"line {exc.lineno} column {exc.colno}"
+            message = f"the edited arguments are not JSON at {where}: {exc.msg}"
+            raise DecisionError(400, message) from None
+    if not isinstance(given, dict):
+        raise DecisionError(400, "the edited arguments must be a JSON object")
+    return given
 
 
 NO_TOKEN = (
@@ -159,9 +184,10 @@ def create_app(source: Source, access: Access) -> Any:
                 status_code=400,
             )
         try:
+            arguments = edited_arguments(body, decision)
             # In a worker thread: the decision is applied on the run's own loop, waited for here.
             done = await anyio.to_thread.run_sync(
-                source.decide, call_id, decision == "approve", reason
+                source.decide, call_id, decision == "approve", reason, arguments
             )
         except DecisionError as exc:
             return JSONResponse({"error": str(exc)}, status_code=exc.status)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jianmu_bt.runtime.tree_desk import EditRefusedError
 from jianmu_bt.viewer.history import run_history_events
 from jianmu_bt.viewer.hub import EventHub
 from jianmu_bt.viewer.tree_view import TreeView, view_of_trace_nodes, view_of_tree
@@ -31,6 +32,8 @@ from jianmu_bt.viz.trace_status import (
 
 #: The reason a denied call's agent reads when the reviewer in the browser gave none.
 DENIED_IN_VIEWER = "the reviewer in the viewer said no"
+#: Who decided, in the journal and the approval record.
+DECIDED_BY = "viewer"
 #: The event recorded on the run's bus (so in its trace) for each decision made on the page.
 DECISION_EVENT = "approval.decided"
 #: Seconds a decision may wait for the run's event loop to take it.
@@ -80,8 +83,16 @@ class Source:
             for r in self.tree.pending_approvals()
         ]
 
-    def decide(self, call_id: str, approve: bool, reason: str = "") -> dict[str, Any]:
-        """Approve or deny a held call of the live run, as the terminal's reviewer would."""
+    def decide(
+        self,
+        call_id: str,
+        approve: bool,
+        reason: str = "",
+        arguments: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Approve or deny a held call of the live run, as the terminal's reviewer would; an
+        approval with `arguments` runs the call with those instead (DecisionError 422 when the
+        tree refuses the edit: the call stays held)."""
         if self.mode != "live" or self.tree is None:
             raise DecisionError(409, "this view is a replay: there is no run to decide for")
         with self._lock:
@@ -95,22 +106,35 @@ class Source:
                 raise DecisionError(409, f"the run has ended ({status}){later}")
             if call_id not in {r.call_id for r in self.tree.pending_approvals()}:
                 raise DecisionError(409, f"no call '{call_id}' waits for a decision")
-            return self._on_run_loop(lambda: self._apply(call_id, approve, reason))
+            return self._on_run_loop(lambda: self._apply(call_id, approve, reason, arguments))
 
-    def _apply(self, call_id: str, approve: bool, reason: str) -> dict[str, Any]:
+    def _apply(
+        self, call_id: str, approve: bool, reason: str, arguments: dict[str, Any] | None
+    ) -> dict[str, Any]:
         """Decide, then record the decision on the run's bus (on the run's loop when known)."""
         try:
-            if approve:
-                self.tree.approve(call_id, note="approved in the viewer")
+            if arguments is not None:
+                note = "approved with edits in the viewer"
+                self.tree.approve(call_id, note, arguments=arguments, by=DECIDED_BY)
+            elif approve:
+                self.tree.approve(call_id, note="approved in the viewer", by=DECIDED_BY)
             else:
-                self.tree.reject(call_id, reason.strip() or DENIED_IN_VIEWER)
+                self.tree.reject(call_id, reason.strip() or DENIED_IN_VIEWER, by=DECIDED_BY)
+        except EditRefusedError as exc:
+            raise DecisionError(422, str(exc)) from None
         except (KeyError, ValueError) as exc:
             raise DecisionError(409, str(exc)) from None
         decision = "approved" if approve else "denied"
+        edited = {} if arguments is None else {"edited": True}
         self.tree.events.emit(
-            DECISION_EVENT, call_id=call_id, decision=decision, by="viewer", reason=reason
+            DECISION_EVENT,
+            call_id=call_id,
+            decision=decision,
+            by=DECIDED_BY,
+            reason=reason,
+            **edited,
         )
-        return {"call_id": call_id, "decision": decision}
+        return {"call_id": call_id, "decision": decision, **edited}
 
     def _on_run_loop(self, act: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """`act()` on the run's own loop (its events are emitted there only, so trace lines never

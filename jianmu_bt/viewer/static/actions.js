@@ -8,6 +8,11 @@
 // reorder text; long arguments start folded, with "show all" saying how much is hidden, and
 // Approve waits until they were shown. Why the call is held (the guard's reason and policy) is
 // shown too. All of it as text (textContent), never as HTML.
+//
+// "Edit" opens an editor with the call's arguments as pretty JSON (hidden characters written as
+// JSON's own \uXXXX escapes, so they show and the text still parses); "Approve edited" sends the
+// text, and the call runs with those arguments. An edit the run refuses (not JSON, not the
+// tool's schema, refused by a guard policy) is said next to the call, which stays held.
 "use strict";
 
 window.JianmuActions = function (view, { withToken, showProblems }) {
@@ -28,6 +33,14 @@ window.JianmuActions = function (view, { withToken, showProblems }) {
     // The complete arguments as one line of JSON, hidden characters escaped.
     const text = JSON.stringify(value === undefined ? null : value);
     return escapeHidden(text === undefined ? String(value) : text);
+  }
+
+  function editableText(value) {
+    // Pretty JSON to edit: each hidden character (JSON escapes the controls, so these are
+    // inside strings) as \uXXXX per UTF-16 unit, which JSON reads back as the same character.
+    const text = JSON.stringify(value === undefined ? {} : value, null, 2) || "{}";
+    return text.replace(HIDDEN, (ch) => ch === "\n" ? ch : [...Array(ch.length).keys()]
+      .map((i) => "\\u" + ch.charCodeAt(i).toString(16).padStart(4, "0")).join(""));
   }
 
   function whyHeld(call) {
@@ -77,8 +90,47 @@ window.JianmuActions = function (view, { withToken, showProblems }) {
       deny.textContent = "Deny"; deny.className = "deny";
       approve.addEventListener("click", () => decide(call.call_id, "approve", ""));
       deny.addEventListener("click", () => decide(call.call_id, "deny", reason.value));
-      item.append(describeCall(call, approve), why, approve, deny, reason);
+      const [edit, editor] = editorFor(call);
+      item.append(describeCall(call, approve), why, approve, deny, edit, reason, editor);
       list.appendChild(item);
+    }
+  }
+
+  function editorFor(call) {
+    // The "Edit" button and the editor it opens and closes: the arguments as pretty JSON in a
+    // textarea, "Approve edited", and where a refusal is said.
+    const edit = document.createElement("button");
+    edit.textContent = "Edit"; edit.className = "edit";
+    const editor = document.createElement("div");
+    editor.className = "editor"; editor.hidden = true;
+    const text = document.createElement("textarea");
+    text.className = "edit-arguments"; text.spellcheck = false;
+    text.value = editableText(call.arguments);
+    text.rows = Math.min(12, text.value.split("\n").length + 1);
+    const send = document.createElement("button");
+    send.textContent = "Approve edited"; send.className = "approve-edited";
+    const error = document.createElement("div");
+    error.className = "edit-error error";
+    edit.addEventListener("click", () => { editor.hidden = !editor.hidden; });
+    send.addEventListener("click", () => approveEdited(call.call_id, text.value, error));
+    editor.append(text, send, error);
+    return [edit, editor];
+  }
+
+  async function approveEdited(callId, text, error) {
+    // The server parses and checks the edit: its refusal is shown here, the call stays held.
+    error.textContent = "";
+    try {
+      const response = await fetch("/api/decide", {
+        method: "POST",
+        headers: withToken({ "content-type": "application/json" }),
+        body: JSON.stringify({ call_id: callId, decision: "approve", arguments: text }),
+      });
+      if (response.ok) return;
+      const body = await response.json().catch(() => ({}));
+      error.textContent = `${response.status}: ${escapeHidden(String(body.error || response.statusText))}`;
+    } catch (exc) {
+      error.textContent = `the viewer's server does not answer: ${exc}`;
     }
   }
 
