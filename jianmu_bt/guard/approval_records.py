@@ -49,6 +49,7 @@ class ApprovalStatus(StrEnum):
     PENDING = "pending"
     APPROVED = "approved"
     REJECTED = "rejected"
+    RESPONDED = "responded"  # not run: the reviewer's reply is the call's result
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +57,8 @@ class ApprovalRecord:
     """One call a reviewer is asked about: which call, why the guard asked, and the answer.
 
     `kind` is PENDING (the batch is held) or CONFIRM (the call was refused until the user agrees).
-    `note` is the reviewer's note on approval, or their reason on rejection. `digest` binds the
+    `note` is the reviewer's note on approval, their reason on rejection, or their reply when
+    they answered in the call's place (RESPONDED). `digest` binds the
     record to its call (`arguments_digest(tool, arguments)`, computed when left empty): the
     decision applies only to a call with this id and this digest. A reviewer who approved the
     call with other arguments left them in `approved_arguments` (bound by `approved_digest`):
@@ -139,7 +141,9 @@ class Grant:
 class ApprovalChange:
     """What changed in the store, as passed to `on_change` callbacks."""
 
-    kind: Literal["requested", "approved", "rejected", "granted", "revoked", "restored"]
+    kind: Literal[
+        "requested", "approved", "rejected", "responded", "granted", "revoked", "restored"
+    ]
     call_id: str | None = None
     record: ApprovalRecord | None = None
     grant: Grant | None = None

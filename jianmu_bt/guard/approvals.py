@@ -157,6 +157,24 @@ class ApprovalStore:
             self._notify(ApprovalChange("rejected", call_id, record=record))
         return record
 
+    def respond(self, call_id: str, answer: str, *, by: str | None = None) -> ApprovalRecord:
+        """Answer a waiting call in its place: it does not run, and the LLM reads `answer` as
+        its result ("respond instead"); `by` names who decided.
+
+        Raises UnknownApprovalError (a KeyError) for an unknown id, ValueError for an empty
+        answer or a call already decided otherwise.
+        """
+        if not isinstance(answer, str) or not answer.strip():
+            raise ValueError("respond needs an answer the LLM can read, got an empty one")
+        with self._lock:
+            record, changed = self._decide(call_id, ApprovalStatus.RESPONDED, answer.strip())
+            if changed:
+                record = replace(record, decided_by=by)
+                self._records[call_id] = record
+        if changed:
+            self._notify(ApprovalChange("responded", call_id, record=record))
+        return record
+
     def grant(
         self,
         tool: str,

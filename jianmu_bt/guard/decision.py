@@ -43,13 +43,18 @@ class Decision(StrEnum):
 _RANK = {Decision.ALLOW: 0, Decision.CONFIRM: 1, Decision.PENDING: 2, Decision.DENY: 3}
 
 
+ANSWERED_NOTE = "[Not run: a reviewer answered in its place.]"
+"""How the result of a call a reviewer answered in its place starts (the LLM reads it)."""
+
+
 @dataclass(frozen=True, slots=True)
 class GuardVerdict:
     """One decision about one call: what, why (`reason`), who decided (`policy`) and for which call.
 
     `reason` is a sentence an LLM or a person can read ("bash is not allowed in this run");
     `hint` optionally says what to do next ("try again in 12 s"). `observation()` turns both into
-    the tool message the LLM reads in place of the tool's output.
+    the tool message the LLM reads in place of the tool's output. `answer` is a reviewer's reply
+    given in place of running the call (DENY): the LLM reads it as the call's result.
     """
 
     decision: Decision
@@ -58,6 +63,7 @@ class GuardVerdict:
     call_id: str | None
     tool: str = ""
     hint: str | None = None
+    answer: str | None = None
 
     @property
     def allowed(self) -> bool:
@@ -94,9 +100,13 @@ class GuardVerdict:
         )
 
     def to_result(self) -> ToolResult:
-        """The failed ToolResult carrying `observation()`; only for a call that may not run."""
+        """The failed ToolResult carrying `observation()`; only for a call that may not run. A
+        reviewer's `answer` is a successful result instead: their reply, saying the call did not
+        run."""
         if self.allowed:
             raise ValueError(f"{self.tool or 'the call'} is allowed; there is no refusal to report")
+        if self.answer is not None:
+            return ToolResult(self.tool, True, f"{ANSWERED_NOTE}\n{self.answer}")
         return ToolResult.failure(self.tool, self.observation())
 
     def to_dict(self) -> dict[str, Any]:
@@ -108,6 +118,7 @@ class GuardVerdict:
             "call_id": self.call_id,
             "tool": self.tool,
             "hint": self.hint,
+            "answer": self.answer,
         }
 
     @staticmethod
@@ -127,4 +138,5 @@ class GuardVerdict:
             call_id=data.get("call_id"),
             tool=str(data.get("tool", "")),
             hint=data.get("hint"),
+            answer=data.get("answer"),
         )

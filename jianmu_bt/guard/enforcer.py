@@ -237,6 +237,15 @@ class GuardEnforcer:
         reused = record is not None and not record.binds(call.name, call.arguments)
         if reused:
             record = None  # another call made under a taken id inherits no decision
+        if record is not None and record.status is ApprovalStatus.RESPONDED:
+            return GuardVerdict(
+                Decision.DENY,
+                "a reviewer answered in its place",
+                APPROVAL_POLICY,
+                call.id,
+                call.name,
+                answer=record.note,
+            )
         if record is not None and record.status is ApprovalStatus.REJECTED:
             return GuardVerdict(
                 Decision.DENY,

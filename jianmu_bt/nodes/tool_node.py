@@ -109,8 +109,11 @@ class ToolNode(AsyncNode):
         guard = context.guard
         if guard is not None:
             refusal, call = await self._ask_guard(guard, call)
-            if refusal is not None:
-                self.emit("tool.call.failed", tool=call.name, call_id=call.id, error=refusal.error)
+            if refusal is not None:  # refused, or answered by a reviewer in its place
+                if not refusal.ok:
+                    self.emit(
+                        "tool.call.failed", tool=call.name, call_id=call.id, error=refusal.error
+                    )
                 return refusal
         return await self._call(call, guard, call_id)
 

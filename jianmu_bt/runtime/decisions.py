@@ -5,7 +5,9 @@ held for approval or in doubt after a crash. Each decision is a new journal row 
 (its key, tool and arguments digest): `approved`, `denied` (a held call) or `skipped` (a call in
 doubt). A held call may be approved with other arguments (`edits`): they must fit the tool's
 schema, the `approved` row keeps them and who decided, and the guard checks the edited call
-against every policy when the run reaches it (an edit never escapes the guard).
+against every policy when the run reaches it (an edit never escapes the guard). A held call may
+also be answered in its place (`responses`): it is `denied`, with the reviewer's reply as a
+successful result the node (an agent) reads.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from jianmu_bt.guard.decision import ANSWERED_NOTE
 from jianmu_bt.store import JournalEntry
 from jianmu_bt.tools import Tool
 from jianmu_bt.tools.argument_schema import schema_problems
@@ -41,6 +44,7 @@ class Decisions:
     deny: tuple[str, ...] = ()
     edits: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     by: str = "api"
+    responses: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -49,10 +53,11 @@ class Decisions:
         deny: Iterable[str] = (),
         edits: Mapping[str, Mapping[str, Any]] | None = None,
         by: str = "api",
+        responses: Mapping[str, str] | None = None,
     ) -> Decisions:
-        """Decisions from any iterables (an edited call is approved)."""
-        edits = dict(edits or {})
-        return cls((*approve, *edits), tuple(deny), edits, by)
+        """Decisions from any iterables (an edited call is approved, an answered one denied)."""
+        edits, responses = dict(edits or {}), dict(responses or {})
+        return cls((*approve, *edits), (*deny, *responses), edits, by, responses)
 
     def __bool__(self) -> bool:
         return bool(self.approve or self.deny)
@@ -85,10 +90,7 @@ def decision_rows(
                     f"call {entry.call_id} ({entry.tool}) of run {run_id} is both approved "
                     "and denied; give one decision per call"
                 )
-            status = "denied" if entry.status == "held" else "skipped"
-            error = DENIED_ERROR if status == "denied" else SKIPPED_ERROR
-            result = {"tool": entry.tool, "ok": False, "output": None, "error": error}
-            rows.append(_with(entry, status, result))
+            rows.append(_refused(run_id, entry, decisions))
         elif approved:
             edit = next((a for c, a in decisions.edits.items() if _names(entry, c)), None)
             document: dict[str, Any] = {"by": decisions.by}
@@ -96,6 +98,25 @@ def decision_rows(
                 document["arguments"] = _checked_edit(run_id, entry, edit, tool_named)
             rows.append(_with(entry, "approved", document))
     return rows
+
+
+def _refused(run_id: str, entry: JournalEntry, decisions: Decisions) -> JournalEntry:
+    """The row of a denied call: `denied` (held) or `skipped` (in doubt), or `denied` with the
+    reviewer's reply as its result when they answered in its place."""
+    answer = next((a for c, a in decisions.responses.items() if _names(entry, c)), None)
+    if answer is not None:
+        if entry.status != "held":
+            raise DecisionError(
+                f"call {entry.call_id} ({entry.tool}) of run {run_id} is {entry.status}, not "
+                "held: only a held call can be answered in its place"
+            )
+        output = f"{ANSWERED_NOTE}\n{answer.strip()}"
+        result = {"tool": entry.tool, "ok": True, "output": output, "error": None}
+        return _with(entry, "denied", {**result, "by": decisions.by})
+    status = "denied" if entry.status == "held" else "skipped"
+    error = DENIED_ERROR if status == "denied" else SKIPPED_ERROR
+    result = {"tool": entry.tool, "ok": False, "output": None, "error": error}
+    return _with(entry, status, result)
 
 
 def _checked_edit(

@@ -155,6 +155,7 @@ class DurableDriver:
         timeout: float | None = None,
         edits: Mapping[str, Mapping[str, Any]] | None = None,
         by: str = "api",
+        responses: Mapping[str, str] | None = None,
     ) -> RunResult:
         """Continue a durable run in this process from its journal.
 
@@ -163,11 +164,13 @@ class DurableDriver:
         held call runs, an approved call in doubt runs again, a denied held call is `denied` and a
         denied call in doubt `skipped` (the node sees a failed result). `edits` approves held
         calls with other arguments (call id -> arguments: they must fit the tool's schema, and
-        the guard checks the edited call when the run reaches it); `by` names who decided.
+        the guard checks the edited call when the run reaches it); `responses` answers held
+        calls in their place (call id -> the reply the node reads as the call's result; the
+        call does not run); `by` names who decided.
         Raises DurableRunError for a finished run, a changed tree, a run another process holds,
         a call both approved and denied, or an edit that does not fit.
         """
-        decisions = Decisions.of(approve, deny, edits, by)
+        decisions = Decisions.of(approve, deny, edits, by, responses)
         return await self._drive(self._resume(run_id, store, decisions, hold), timeout)
 
     resume = blocking(aresume)

@@ -91,6 +91,11 @@ class TreeDesk:
         """Reject a held tool call with a reason the agent is told; returns the record."""
         return self._guard_for(call_id).approvals.reject(call_id, reason, by=by)
 
+    def respond(self, call_id: str, answer: str, *, by: str = "api") -> Any:
+        """Answer a held tool call in its place ("respond instead"): it does not run, and the
+        agent reads `answer` as its result; returns the record."""
+        return self._guard_for(call_id).approvals.respond(call_id, answer, by=by)
+
     def tool_named(self, name: str) -> Tool | None:
         """The tool of that name that a node of the tree calls, or None."""
         for node in self.runner.nodes:

@@ -120,3 +120,20 @@ def test_an_edit_the_guard_refuses_is_denied_when_the_run_reaches_it(store_locat
     with open_store(store_location, create=False) as store:
         (denied,) = [e for e in store.journal("R") if e.status == "denied"]
     assert "under the minimum" in denied.result["error"]
+
+
+def test_a_held_call_answered_on_resume_does_not_run_and_its_node_reads_the_answer(
+    store_location,
+):
+    call_id = _paused(store_location)
+    with load_tree(TREE, tools=[pay]) as tree:
+        result = tree.resume(
+            "R", store=store_location, responses={call_id: "Paid by card."}, by="ann"
+        )
+    assert result.ok and PAID == []
+    assert result.state["receipt"].endswith("\nPaid by card.")
+    with open_store(store_location, create=False) as store:
+        (denied,) = [e for e in store.journal_log("R") if e.status == "denied"]
+    assert denied.result["ok"] and denied.result["by"] == "ann"
+    with load_tree(TREE, tools=[pay]) as tree, pytest.raises(DurableRunError, match="already"):
+        tree.resume("R", store=store_location)  # finished: nothing to resume

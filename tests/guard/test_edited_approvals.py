@@ -183,3 +183,48 @@ def test_the_agent_is_told_that_a_reviewer_changed_its_call():
     (answer,) = [m for m in result.state["messages"] if m["role"] == "tool"]
     assert 'it ran with {"amount": 50}' in answer["content"]
     assert answer["content"].endswith("paid 50")
+
+
+# -- respond instead -----------------------------------------------------------------------------
+
+
+def test_a_reviewer_may_answer_a_held_call_in_its_place():
+    guard = _guard()
+    call = ToolCall("pay", {"amount": 5000}, "c1")
+    guard.check(call, pay)
+    record = guard.approvals.respond("c1", "Already paid last week.", by="ann")
+    assert record.decided_by == "ann"
+    verdict = guard.check(call, pay)
+    assert verdict.decision is Decision.DENY and verdict.answer == "Already paid last week."
+    result = verdict.to_result()
+    assert result.ok and result.output.endswith("\nAlready paid last week.")
+    assert result.output.startswith("[Not run: a reviewer answered in its place.]")
+    again = _guard()
+    again.restore(guard.snapshot())
+    assert again.check(call, pay).answer == "Already paid last week."
+    with pytest.raises(ValueError, match="already responded"):
+        guard.approvals.approve("c1")
+    with pytest.raises(ValueError, match="empty"):
+        _guard().approvals.respond("c1", "  ")
+
+
+def test_the_agent_reads_the_reviewers_answer_as_the_calls_result():
+    provider = ScriptedProvider(
+        [{"tool_calls": [{"name": "pay", "arguments": {"amount": 5000}}]}, "ok, nothing to pay"]
+    )
+
+    def build() -> py_trees.behaviour.Behaviour:
+        return react_agent("Agent", tools=[pay], provider=provider, goal="pay the bill")
+
+    with PythonTree("agent", build, StateManager(AgentState), guard=_guard()) as tree:
+
+        def on_event(event):
+            if event.type == "guard.decision" and event.data.get("decision") == "pending":
+                tree.respond(event.data["call_id"], "It was paid by card yesterday.", by="ann")
+
+        tree.events.subscribe(on_event)
+        result = tree.run()
+    assert result.ok and PAID == []
+    (answer,) = [m for m in result.state["messages"] if m["role"] == "tool"]
+    assert answer["content"].endswith("It was paid by card yesterday.")
+    assert "Error" not in answer["content"]
