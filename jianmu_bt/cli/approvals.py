@@ -111,7 +111,7 @@ class ApprovalDesk:
     def _decide(self, call_id: str, answer: str, edit: str | None) -> bool:
         """Approve with the `edit`'s arguments when given, else approve (yes) or reject; False
         (having said why in one line) when the edit is refused and the call stays held."""
-        from jianmu_bt.runtime.tree_desk import EditRefusedError
+        from jianmu_bt.runtime import EditRefusedError
 
         try:
             if edit is not None:

@@ -42,5 +42,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         references as references,
         render as render,
     )
+    from jianmu_bt.runtime.tree_desk import EditRefusedError as EditRefusedError
 
 __getattr__, __dir__ = lazy_exports(__name__, globals())

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jianmu_bt.runtime.tree_desk import EditRefusedError
+from jianmu_bt.runtime import EditRefusedError
 from jianmu_bt.viewer.history import run_history_events
 from jianmu_bt.viewer.hub import EventHub
 from jianmu_bt.viewer.tree_view import TreeView, view_of_trace_nodes, view_of_tree

@@ -16,7 +16,7 @@ from jianmu_bt.guard import (
     path_outside,
 )
 from jianmu_bt.llm import ScriptedProvider
-from jianmu_bt.runtime.tree_desk import EditRefusedError
+from jianmu_bt.runtime import EditRefusedError
 from jianmu_bt.store import SQLiteStore
 from jianmu_bt.tools import ToolCall
 
