@@ -37,3 +37,17 @@ def assert_clean_failure(result: subprocess.CompletedProcess[str], *messages: st
     assert "Traceback" not in result.stderr + result.stdout, result.stderr
     for message in messages:
         assert message in result.stderr, (message, result.stderr)
+
+
+def answering(text: str, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`jianmu ARGS` with `text` as its standard input (not a terminal)."""
+    return subprocess.run(
+        [sys.executable, "-m", "jianmu_bt.cli", *args],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+        env={**os.environ, "TERM": "dumb", **env},
+        check=False,
+    )

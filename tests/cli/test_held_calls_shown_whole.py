@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import io
 import os
-import subprocess
-import sys
 import unicodedata
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import REPO, jianmu
+from cli_helpers import REPO, answering, jianmu
 
 from jianmu_bt.cli.approvals import ApprovalDesk
 from jianmu_bt.cli.call_text import (
@@ -198,17 +196,3 @@ def test_resume_asks_with_the_complete_escaped_arguments_and_why_the_call_waits(
     assert question.startswith("approve transfer [call_") and question.endswith("]? [y/N/e] ")
     assert arguments_shown(asked) == arguments_text(ARGUMENTS)
     assert hidden_characters(asked) == []
-
-
-def answering(text: str, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """`jianmu ARGS` with `text` as its standard input (not a terminal)."""
-    return subprocess.run(
-        [sys.executable, "-m", "jianmu_bt.cli", *args],
-        input=text,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=REPO,
-        env={**os.environ, "TERM": "dumb", **env},
-        check=False,
-    )

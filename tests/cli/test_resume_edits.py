@@ -4,43 +4,16 @@ command line runs as edited, once; a bad edit is refused in one line and changes
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
-from cli_helpers import REPO, assert_clean_failure, jianmu
+from bill_tree import bill_setup, ledger
+from cli_helpers import assert_clean_failure, jianmu
 
 from jianmu_bt.store import SQLiteStore
 
-TREE = """
-version: 1
-name: bill
-state:
-  receipt: {type: string}
-tools: ['money:pay']
-guard: {approve: [pay]}
-root:
-  tool: {name: Pay, tool: pay, arguments: {amount: 5000}, output: receipt}
-"""
-
-TOOLS = '''
-import os
-from jianmu_bt.tools import tool
-
-
-@tool(effect_tags=["payments"])
-def pay(amount: int) -> str:
-    """Pay an amount (each payment is a line of the ledger)."""
-    with open(os.environ["LEDGER"], "a") as ledger:
-        ledger.write(f"{amount}\\n")
-    return f"paid {amount}"
-'''
-
 
 def _paused(tmp_path: Path) -> tuple[list[str], dict[str, str], str]:
-    (tmp_path / "bill.yaml").write_text(TREE)
-    (tmp_path / "money.py").write_text(TOOLS)
-    env = {"PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}", "LEDGER": str(tmp_path / "ledger")}
-    store = ["--store", str(tmp_path / "runs.db")]
+    store, env = bill_setup(tmp_path)
     paused = jianmu("run", tmp_path / "bill.yaml", *store, "--run-id", "R", "--approve", "later",
                     env=env)  # fmt: skip
     assert paused.returncode == 3, paused.stdout + paused.stderr
@@ -49,24 +22,19 @@ def _paused(tmp_path: Path) -> tuple[list[str], dict[str, str], str]:
     return store, env, held.call_id
 
 
-def _ledger(tmp_path: Path) -> list[str]:
-    ledger = tmp_path / "ledger"
-    return ledger.read_text().split() if ledger.exists() else []
-
-
 def test_an_edit_from_the_command_line_runs_the_edited_call(tmp_path):
     store, env, call_id = _paused(tmp_path)
     edit = tmp_path / "edit.json"
     edit.write_text(json.dumps({"amount": 50}))
     done = jianmu("resume", "R", *store, "--edit", f"{call_id}=@{edit}", "--json", env=env)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert _ledger(tmp_path) == ["50"]
+    assert ledger(tmp_path) == ["50"]
     with SQLiteStore(tmp_path / "runs.db", create=False) as runs:
         approved = next(e for e in runs.journal_log("R") if e.status == "approved")
     assert approved.result == {"by": "cli", "arguments": {"amount": 50}}
     again = jianmu("resume", "R", *store, env=env)  # finished: nothing runs twice
     assert_clean_failure(again, "has already succeeded")
-    assert _ledger(tmp_path) == ["50"]
+    assert ledger(tmp_path) == ["50"]
 
 
 def test_a_bad_edit_is_refused_in_one_line_and_changes_nothing(tmp_path):
@@ -84,4 +52,4 @@ def test_a_bad_edit_is_refused_in_one_line_and_changes_nothing(tmp_path):
     with SQLiteStore(tmp_path / "runs.db", create=False) as runs:
         assert [e.status for e in runs.journal_log("R")] == ["held"]
         assert runs.get_run("R").status == "paused"
-    assert _ledger(tmp_path) == []
+    assert ledger(tmp_path) == []
