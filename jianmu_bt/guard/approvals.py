@@ -48,6 +48,16 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+def id_of_call(call: ToolCall) -> str:
+    """A call's id, required: approvals are keyed by it."""
+    if not call.id:
+        raise ValueError(
+            f"the call to '{call.name}' has no id; approvals are keyed by tool_call_id "
+            "(give calls ids with ToolCall.with_id())"
+        )
+    return call.id
+
+
 class ApprovalStore:
     """Approvals and grants of one run; see the module docstring for the flow."""
 
@@ -120,15 +130,55 @@ class ApprovalStore:
                 edit = None  # "edited" to what it proposed: a plain approval
             if record.status is ApprovalStatus.APPROVED and edit != record.approved_arguments:
                 raise ValueError(f"call {call_id} was already approved with other arguments")
-            record, changed = self._decide(call_id, ApprovalStatus.APPROVED, note)
+            record, changed = self._decide(
+                call_id,
+                ApprovalStatus.APPROVED,
+                note,
+                approved_arguments=edit,
+                approved_digest="",
+                decided_by=by,
+            )
             if not changed:
                 return record
-            record = replace(record, approved_arguments=edit, approved_digest="", decided_by=by)
-            self._records[call_id] = record
             if record.kind is Decision.CONFIRM:
                 allowed = record.arguments if edit is None else edit
                 grant = self._add_grant(canonical_tool_name(record.tool), allowed, 1, note)
         self._notify(ApprovalChange("approved", call_id, record=record, grant=grant))
+        return record
+
+    def adopt(
+        self,
+        call: ToolCall,
+        *,
+        note: str | None = None,
+        arguments: Mapping[str, Any] | None = None,
+        by: str | None = None,
+    ) -> ApprovalRecord:
+        """Record that `call` was approved elsewhere (in a durable run's journal), with the
+        arguments the reviewer approved instead if any. It replaces whatever this store held
+        for the call (a restored snapshot may be older than the journal): the journal's word
+        wins."""
+        digest = arguments_digest(call.name, call.arguments)
+        edit = None if arguments is None else dict(arguments)
+        if edit is not None and arguments_digest(call.name, edit) == digest:
+            edit = None
+        with self._lock:
+            held = self._records.get(id_of_call(call))
+            record = ApprovalRecord(
+                call_id=id_of_call(call),
+                tool=call.name,
+                arguments=call.arguments,
+                status=ApprovalStatus.APPROVED,
+                kind=held.kind if held is not None and held.digest == digest else Decision.PENDING,
+                reason=held.reason if held is not None else "approved in the run's journal",
+                policy=held.policy if held is not None else "journal",
+                note=note,
+                digest=digest,
+                approved_arguments=edit,
+                decided_by=by,
+            )
+            self._records[record.call_id] = record
+        self._notify(ApprovalChange("approved", record.call_id, record=record))
         return record
 
     def as_approved(self, call: ToolCall) -> ToolCall:
@@ -149,10 +199,9 @@ class ApprovalStore:
         if not isinstance(reason, str) or not reason.strip():
             raise ValueError("reject needs a reason the LLM can read, got an empty one")
         with self._lock:
-            record, changed = self._decide(call_id, ApprovalStatus.REJECTED, reason.strip())
-            if changed and by is not None:
-                record = replace(record, decided_by=by)
-                self._records[call_id] = record
+            record, changed = self._decide(
+                call_id, ApprovalStatus.REJECTED, reason.strip(), decided_by=by
+            )
         if changed:
             self._notify(ApprovalChange("rejected", call_id, record=record))
         return record
@@ -167,10 +216,9 @@ class ApprovalStore:
         if not isinstance(answer, str) or not answer.strip():
             raise ValueError("respond needs an answer the LLM can read, got an empty one")
         with self._lock:
-            record, changed = self._decide(call_id, ApprovalStatus.RESPONDED, answer.strip())
-            if changed:
-                record = replace(record, decided_by=by)
-                self._records[call_id] = record
+            record, changed = self._decide(
+                call_id, ApprovalStatus.RESPONDED, answer.strip(), decided_by=by
+            )
         if changed:
             self._notify(ApprovalChange("responded", call_id, record=record))
         return record
@@ -329,9 +377,11 @@ class ApprovalStore:
         return record
 
     def _decide(
-        self, call_id: str, status: ApprovalStatus, note: str | None
+        self, call_id: str, status: ApprovalStatus, note: str | None, **decision: Any
     ) -> tuple[ApprovalRecord, bool]:
-        """Move a waiting request to `status` (lock held): `(record, changed)`.
+        """Move a waiting request to `status` (lock held), with the `decision`'s other fields
+        (edited arguments, who decided) in the same single replacement, so no reader ever sees
+        a half-made decision: `(record, changed)`.
 
         Deciding the same way twice changes nothing; the opposite decision is a ValueError.
         """
@@ -341,7 +391,7 @@ class ApprovalStore:
         if record.status is not ApprovalStatus.PENDING:
             why = f": {record.note}" if record.status is ApprovalStatus.REJECTED else ""
             raise ValueError(f"call {call_id} was already {record.status.value}{why}")
-        record = replace(record, status=status, note=note)
+        record = replace(record, status=status, note=note, **decision)
         self._records[call_id] = record
         return record, True
 

@@ -73,13 +73,14 @@ def announce(node: ContextNode, tool: str, call_id: str | None, verdict: GuardVe
 
 
 def edit_noted(guard: RunGuard | None, call: ToolCall, result: ToolResult) -> dict[str, Any]:
-    """The tool message answering `call` with `result`; when a reviewer approved the call with
-    other arguments, it starts by saying so and with which, so the model knows what ran."""
+    """The tool message answering `call` with `result`; when a reviewer approved the call only
+    with other arguments, it starts by saying so and with which (the result is that call's, or
+    the guard's refusal of it), so the model knows what was asked in its name."""
     message = tool_result_message(call, result)
     record = guard.approvals.get(call.id) if guard is not None and call.id else None
     if record is None or not record.edited or record.status is not ApprovalStatus.APPROVED:
         return message
     edited = json.dumps(record.approved_arguments, ensure_ascii=False, sort_keys=True)
-    note = f"[A reviewer changed this call's arguments before it ran; it ran with {edited}.]"
+    note = f"[A reviewer approved this call only with changed arguments: {edited}.]"
     message["content"] = f"{note}\n{message['content']}"
     return message

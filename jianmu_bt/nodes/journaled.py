@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from jianmu_bt.guard import Decision, GuardVerdict
+from jianmu_bt.guard import GuardVerdict
 from jianmu_bt.nodes.calling import MeteredResult, id_of
 from jianmu_bt.runtime.journal import CANCELLED, FINISHED_CALL, RunJournal
 from jianmu_bt.runtime.services import RunGuard
@@ -165,20 +165,11 @@ def is_finished(record: JournalEntry | None) -> bool:
 
 def ensure_approved(guard: RunGuard, call: ToolCall, record: JournalEntry) -> None:
     """Give the guard a reviewer's approval recorded in the journal (`record`, an `approved`
-    row), bound to this exact call, with the arguments the reviewer approved instead if any."""
-    approvals = guard.approvals
-    call_id = id_of(call)
-    existing = approvals.get(call_id)
-    if existing is None:
-        verdict = GuardVerdict(
-            Decision.PENDING, "approved in the run's journal", "journal", call.id, call.name
-        )
-        approvals.request(call, verdict)
-    elif existing.status.value != "pending":
-        return
+    row), bound to this exact call, with the arguments the reviewer approved instead if any.
+    The journal's word wins over an approval the guard's restored snapshot may hold."""
     decision = record.result if isinstance(record.result, dict) else {}
-    approvals.approve(
-        call_id,
+    guard.approvals.adopt(
+        call,
         note=decision.get("note") or "approved for this run (journal)",
         arguments=decision.get("arguments"),
         by=decision.get("by"),

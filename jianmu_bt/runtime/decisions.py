@@ -68,10 +68,13 @@ def decision_rows(
     waiting: list[JournalEntry],
     decisions: Decisions,
     tool_named: Callable[[str], Tool | None],
+    approved_before: Mapping[str, Any] | None = None,
 ) -> list[JournalEntry]:
     """The journal rows of `decisions` on the `waiting` calls (held or in doubt, latest rows);
     DecisionError for a call that does not wait, one both approved and denied, or an edit that
-    is not of a held call or does not fit its tool's schema."""
+    is not of a held call or does not fit its tool's schema. `approved_before` (call key ->
+    its last `approved` row's document) keeps an earlier edit when a call in doubt is approved
+    to run again: it runs again as it was approved."""
     approve, deny = decisions.approve, decisions.deny
     for call_id in (*(a for a in approve if a != "all"), *deny):
         if not any(_names(e, call_id) for e in waiting):
@@ -96,6 +99,10 @@ def decision_rows(
             document: dict[str, Any] = {"by": decisions.by}
             if edit is not None:
                 document["arguments"] = _checked_edit(run_id, entry, edit, tool_named)
+            elif entry.status == "in_doubt":
+                earlier = (approved_before or {}).get(entry.key)
+                if isinstance(earlier, Mapping) and earlier.get("arguments") is not None:
+                    document["arguments"] = earlier["arguments"]
             rows.append(_with(entry, "approved", document))
     return rows
 

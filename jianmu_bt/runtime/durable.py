@@ -174,8 +174,13 @@ class DurableRun:
         if not decisions:
             return []
         waiting = [e for e in self.store.journal(self.run_id) if e.status in WAITING_CALL]
+        approved = {
+            e.key: e.result
+            for e in self.store.journal_log(self.run_id)
+            if e.status == "approved" and any(w.key == e.key for w in waiting)
+        }
         try:
-            return decision_rows(self.run_id, waiting, decisions, self.tree.tool_named)
+            return decision_rows(self.run_id, waiting, decisions, self.tree.tool_named, approved)
         except DecisionError as exc:
             raise DurableRunError(str(exc)) from None
 
@@ -213,6 +218,7 @@ class DurableRun:
                         self.run_id,
                         self.owner,
                         outcomes,
+                        checkpoint=self._whole() if outcomes else None,
                         status=self.previous_status,
                         fence=self.fence,
                     )
@@ -271,6 +277,10 @@ class DurableRun:
         with contextlib.suppress(StoreError):
             self.store.release_lease(self.run_id, self.owner)
 
+    def _whole(self) -> dict[str, Any] | None:
+        """A whole checkpoint of the run now, while its checkpoints are still made."""
+        return self.checkpoints.whole() if self.checkpoints is not None else None
+
     def _watch(self) -> Checkpointer:
         """Start making the run's checkpoints (watching the tree's state from now on)."""
         self.checkpoints = Checkpointer(self.tree.runner, lambda: self.tree.guards)
@@ -290,9 +300,11 @@ class DurableRun:
         self.tree.runner.context.journal = None
         journal = self.journal
         outcomes = journal.take_pending() if journal is not None else []
-        if outcomes:
+        if outcomes:  # with the state and guard counters they go with (a resume restores them)
             with contextlib.suppress(StoreError):
-                self.store.append(self.run_id, self.owner, outcomes, fence=self.fence)
+                self.store.append(
+                    self.run_id, self.owner, outcomes, checkpoint=self._whole(), fence=self.fence
+                )
         self._release()
 
     def waiting_calls(self) -> list[JournalEntry]:

@@ -8,9 +8,10 @@ may have a side effect is recorded `running` before it starts, and every call's 
 A call that may run again (its tool is declared read-only or idempotent) writes no `running`
 row, and its outcome is group-committed (`record_outcome`): written with the run's next write
 (another call's start, an LLM turn, a hold, the run's end), and at the latest once
-`GROUP_ENTRIES` outcomes wait or the oldest has waited `GROUP_SECONDS`, whatever the run is
-doing meanwhile. Lost to a crash, such a step simply runs again on resume; the outcome of a call
-that may not run again is written as soon as it ends.
+`GROUP_ENTRIES` outcomes wait or the oldest has waited `GROUP_SECONDS` (on asyncio, whatever the
+run is doing meanwhile; on other event loops, before the runner waits for work). Lost to a
+crash, such a step simply runs again on resume; the outcome of a call that may not run again is
+written as soon as it ends.
 
 Resume runs the tree again from the run's initial state against the journal. Every step has a
 key that depends only on the tree and the order of its steps (`<node id>#<entry>`), so the
@@ -23,7 +24,6 @@ tool is declared read-only or idempotent, and is otherwise `in_doubt`: held for 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
@@ -173,8 +173,12 @@ class RunJournal:
 
     def _write_due(self) -> None:
         self._timer = None
-        with contextlib.suppress(RunStopped):  # the run is stopped (and woken) by `stop`
+        try:
             self.flush()
+        except RunStopped:  # the run is stopped (and woken) by `stop`
+            pass
+        except Exception:  # they stay waiting: the next write tries them again, in a node
+            logger.exception("writing the waiting outcomes of run %s failed", self.run_id)
 
     @property
     def must_flush(self) -> bool:
@@ -206,8 +210,9 @@ class RunJournal:
         """
         if self.stopped is not None:  # another branch's write failed: nothing more is recorded
             raise RunStopped(self.stopped)
-        if self._pending:
-            entries = (*self.take_pending(), *entries)
+        waiting = len(self._pending)  # taken off only once written (or the run stopped)
+        if waiting:
+            entries = (*self._pending, *entries)
         checkpoints = self.checkpoints
         checkpoint, delta = checkpoints.next() if checkpoints is not None else (None, False)
         store, run_id, owner, fence = self.store, self.run_id, self.owner, self.fence
@@ -225,6 +230,8 @@ class RunJournal:
 
         try:
             patiently(attempt, self.patience)
+            if waiting:
+                self.take_pending()
         except LeaseLostError as exc:  # another process drives the run now: record nothing
             lost = f"run {run_id} stopped: it lost its lease: {exc}"
             raise RunStopped(self.stop(lost, lease_lost=True)) from None
@@ -280,7 +287,7 @@ class RunJournal:
     # -- calls in flight and pausing -------------------------------------------------------
 
     def started(self, count: int = 1) -> None:
-        """`count` calls were recorded `running` and start now."""
+        """`count` calls start now (recorded `running` when they may have side effects)."""
         self._running += count
 
     def ended(self, count: int = 1) -> None:

@@ -4,6 +4,8 @@ twice, and an edit that does not fit the tool's schema changes nothing."""
 
 from __future__ import annotations
 
+import copy
+
 import py_trees
 import pytest
 from faulty_store import FaultyStore
@@ -137,3 +139,16 @@ def test_a_held_call_answered_on_resume_does_not_run_and_its_node_reads_the_answ
     assert denied.result["ok"] and denied.result["by"] == "ann"
     with load_tree(TREE, tools=[pay]) as tree, pytest.raises(DurableRunError, match="already"):
         tree.resume("R", store=store_location)  # finished: nothing to resume
+
+
+def test_the_journals_edit_wins_over_an_older_approval_in_the_guards_snapshot(store_location):
+    call_id = _paused(store_location)
+    with open_store(store_location, create=False) as store:
+        # What another write would have captured had a reviewer approved the call plainly just
+        # before the process died, with no `approved` row yet.
+        data = copy.deepcopy(store.latest_checkpoint("R").data)
+        data["guards"][0]["approvals"]["records"][0]["status"] = "approved"
+        store.append("R", None, [], checkpoint=data)
+    with load_tree(TREE, tools=[pay]) as tree:
+        result = tree.resume("R", store=store_location, edits={call_id: {"amount": 50}})
+    assert result.ok and PAID == [50]

@@ -14,6 +14,7 @@ import pytest
 from faulty_store import FaultyStore
 
 from jianmu_bt import AgentState, PythonTree, StateManager, ToolNode, tool
+from jianmu_bt.guard import GuardEnforcer
 from jianmu_bt.runtime import StoreFaultError, journal
 from jianmu_bt.store import JournalEntry, RunNotFoundError, RunStore, open_store
 
@@ -175,3 +176,46 @@ def _entry(key: str) -> JournalEntry:
         key=f"{key}#1", call_id=key, kind="tool", node=key, tool="t", arguments={},
         digest="d", status="done", result=None,
     )  # fmt: skip
+
+
+def test_outcomes_written_when_a_run_is_cancelled_keep_the_guards_counters(store_location):
+    searched: list[int] = []
+    blocked = threading.Event()
+
+    @tool(read_only=True, effect_tags=["http"])
+    def search(n: int) -> int:
+        """Counted against the run's http budget."""
+        searched.append(n)
+        return n
+
+    @tool(read_only=True)
+    async def gate() -> str:
+        """Waits until the test lets it go."""
+        if not blocked.is_set():
+            blocked.set()
+            await anyio.sleep_forever()
+        return "ok"
+
+    def build() -> py_trees.behaviour.Behaviour:
+        steps = [ToolNode(search, f"S{n}", arguments={"n": n}) for n in (1, 2)]
+        steps += [ToolNode(gate, "Gate"), ToolNode(search, "S3", arguments={"n": 3})]
+        return py_trees.composites.Sequence("Main", memory=True, children=steps)
+
+    def tree() -> PythonTree:
+        guard = GuardEnforcer.from_config({"budgets": {"http": 2}})
+        return PythonTree("budget", build, StateManager(Seen), guard=guard)
+
+    async def cancelled_at_the_gate(first: PythonTree) -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(lambda: first.arun(store=store_location, run_id="R"))
+            while not blocked.is_set():
+                await anyio.sleep(0.01)
+            group.cancel_scope.cancel()  # as Ctrl-C would: the two outcomes still wait
+
+    with tree() as first:
+        anyio.run(cancelled_at_the_gate, first)
+    with tree() as again:
+        result = again.resume("R", store=store_location)
+    # The two searches came from the journal, and their http effects from the checkpoint
+    # written with them: the third search is over the budget.
+    assert searched == [1, 2] and not result.ok and "budget" in result.reason

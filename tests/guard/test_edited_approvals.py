@@ -181,7 +181,7 @@ def test_the_agent_is_told_that_a_reviewer_changed_its_call():
         result = tree.run()
     assert result.ok and PAID == [50]
     (answer,) = [m for m in result.state["messages"] if m["role"] == "tool"]
-    assert 'it ran with {"amount": 50}' in answer["content"]
+    assert 'only with changed arguments: {"amount": 50}' in answer["content"]
     assert answer["content"].endswith("paid 50")
 
 
