@@ -82,9 +82,10 @@ class TreeDesk:
                     f"the edited arguments do not fit {record.tool}'s schema: "
                     + "; ".join(problems)
                 )
-            denied = guard.refusal(edited, tool)
-            if denied is not None:
-                raise EditRefusedError(f"the guard refuses the edited call: {denied.reason}")
+            for deciding in self._guards_sharing(guard):
+                denied = deciding.refusal(edited, tool)
+                if denied is not None:
+                    raise EditRefusedError(f"the guard refuses the edited call: {denied.reason}")
         return guard.approvals.approve(call_id, note, arguments=arguments, by=by)
 
     def reject(self, call_id: str, reason: str, *, by: str = "api") -> Any:
@@ -95,6 +96,22 @@ class TreeDesk:
         """Answer a held tool call in its place ("respond instead"): it does not run, and the
         agent reads `answer` as its result; returns the record."""
         return self._guard_for(call_id).approvals.respond(call_id, answer, by=by)
+
+    def _guards_sharing(self, guard: Any) -> list[Any]:
+        """`guard` and the guards of the tree's nodes that record their held calls in its
+        approval store (an agent's own guard layered under the tree's): an edit must pass the
+        policies of every level that decides the call."""
+        found = [guard]
+        for node in self.runner.nodes:
+            active = getattr(node, "active_guard", None)
+            layered = active() if callable(active) else None
+            if (
+                layered is not None
+                and layered not in found
+                and layered.approvals is guard.approvals
+            ):
+                found.append(layered)
+        return found
 
     def tool_named(self, name: str) -> Tool | None:
         """The tool of that name that a node of the tree calls, or None."""

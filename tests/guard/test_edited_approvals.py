@@ -13,9 +13,11 @@ from jianmu_bt.guard import (
     ConfirmList,
     Decision,
     GuardEnforcer,
+    LayeredGuard,
     path_outside,
 )
 from jianmu_bt.llm import ScriptedProvider
+from jianmu_bt.nodes.tool_executor import ToolExecutor
 from jianmu_bt.runtime import EditRefusedError
 from jianmu_bt.store import SQLiteStore
 from jianmu_bt.tools import ToolCall
@@ -228,3 +230,21 @@ def test_the_agent_reads_the_reviewers_answer_as_the_calls_result():
     (answer,) = [m for m in result.state["messages"] if m["role"] == "tool"]
     assert answer["content"].endswith("It was paid by card yesterday.")
     assert "Error" not in answer["content"]
+
+
+def test_an_edit_must_pass_an_agents_own_guard_under_the_trees():
+    tree_guard = _guard()
+    agent_guard = GuardEnforcer(
+        [ArgumentPredicate("pay", lambda a: a.get("amount", 0) > 100, reason="at most 100")]
+    )
+
+    def build() -> py_trees.behaviour.Behaviour:
+        return ToolExecutor([pay], "Exec", guard=LayeredGuard(tree_guard, agent_guard))
+
+    state = StateManager(AgentState)
+    state.set("actions", [ToolCall("pay", {"amount": 50}, "c1")])
+    with PythonTree("layers", build, state, guard=tree_guard) as tree:
+        errors = _approve_when_held(tree, attempts=[{"amount": 500}], arguments={"amount": 80})
+        result = tree.run(state.get())
+    assert result.ok and PAID == [80]
+    assert [str(e) for e in errors] == ["the guard refuses the edited call: at most 100"]
