@@ -6,7 +6,8 @@ that wait for a decision (held by the guard, or in doubt after a crash) are deci
 terminal, `--approve ask` (the default there) asks about each (`e` approves a held call with
 other arguments typed there: `jianmu_bt.cli.resume_questions`). `--edit CALL_ID=JSON` approves a
 held call with other arguments (checked against the tool's schema now, and by the guard when the
-run reaches the call). Without a decision a call stays waiting and the run stays paused (exit 3).
+run reaches the call); `--respond CALL_ID=TEXT` answers a held call in its place (it does not
+run). Without a decision a call stays waiting and the run stays paused (exit 3).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ examples:
   jianmu resume run_3f2a9c0d1e2b --deny call_1a2b3c4d5e --json
   jianmu resume run_3f2a9c0d1e2b --approve all --store /data/runs.db
   jianmu resume run_3f2a9c0d1e2b --edit 'call_1a2b3c4d5e={"amount": 50}'
+  jianmu resume run_3f2a9c0d1e2b --respond 'call_1a2b3c4d5e=Already paid by card.'
 
 --approve on a held call runs it; on a call in doubt (it was running when the process died and
 has side effects) runs it again. --deny on a held call marks it denied; on a call in doubt,
@@ -65,6 +67,14 @@ def add_parser(commands: Any) -> None:
         help="approve a held call with these arguments instead (a JSON object, or @FILE with "
         "one); repeatable",
     )
+    parser.add_argument(
+        "--respond",
+        action="append",
+        default=[],
+        metavar="CALL_ID=TEXT",
+        help="answer a held call in its place: it does not run, and the agent reads TEXT as "
+        "its result; repeatable",
+    )
     add_output_options(parser)
 
 
@@ -86,8 +96,8 @@ def handle(args: argparse.Namespace) -> int:
         python = run.tree_path.startswith(PYTHON_SOURCE_PREFIX)
         if not python and not Path(run.tree_path).is_file():
             raise CLIError(f"run {args.run_id}: its tree file {run.tree_path} no longer exists")
-        edits = parse_edits(args.edit)
-        decided = args.approve or args.deny or edits
+        edits, responses = parse_edits(args.edit), parse_responses(args.respond)
+        decided = args.approve or args.deny or edits or responses
         ask = "ask" in args.approve or (not decided and _on_terminal())
         answers = Answers([a for a in args.approve if a != "ask"], list(args.deny), edits)
         tree = _python_tree(run.tree_path) if python else load_tree_file(run.tree_path)
@@ -103,6 +113,7 @@ def handle(args: argparse.Namespace) -> int:
                         approve=answers.approve,
                         deny=answers.deny,
                         edits=answers.edits,
+                        responses=responses,
                         by="cli",
                         hold="wait" if ask else "pause",
                         timeout=args.timeout,
@@ -116,6 +127,20 @@ def handle(args: argparse.Namespace) -> int:
             tree.close()
     finally:
         store.close()
+
+
+def parse_responses(given: list[str]) -> dict[str, str]:
+    """`--respond CALL_ID=TEXT` values as call id -> the reply; CLIError for one without an id
+    or a reply."""
+    responses: dict[str, str] = {}
+    for value in given:
+        call_id, sep, text = value.partition("=")
+        if not sep or not call_id.strip() or not text.strip():
+            raise CLIError(
+                f"--respond {value!r}: expected CALL_ID=TEXT, e.g. call_1a2b='Already paid.'"
+            )
+        responses[call_id.strip()] = text.strip()
+    return responses
 
 
 def parse_edits(given: list[str]) -> dict[str, dict[str, Any]]:

@@ -53,3 +53,17 @@ def test_a_bad_edit_is_refused_in_one_line_and_changes_nothing(tmp_path):
         assert [e.status for e in runs.journal_log("R")] == ["held"]
         assert runs.get_run("R").status == "paused"
     assert ledger(tmp_path) == []
+
+
+def test_a_call_answered_from_the_command_line_does_not_run(tmp_path):
+    store, env, call_id = _paused(tmp_path)
+    refused = jianmu("resume", "R", *store, "--respond", f"{call_id}=  ", env=env)
+    assert_clean_failure(refused, "expected CALL_ID=TEXT")
+    done = jianmu("resume", "R", *store, "--respond", f"{call_id}=Paid by card = done.", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert ledger(tmp_path) == []
+    with SQLiteStore(tmp_path / "runs.db", create=False) as runs:
+        (denied,) = [e for e in runs.journal_log("R") if e.status == "denied"]
+        state = runs.latest_checkpoint("R").data["state"]
+    assert denied.result["ok"] and denied.result["by"] == "cli"
+    assert state["receipt"].endswith("\nPaid by card = done.")
