@@ -10,7 +10,7 @@ repeats an id. The errors the store raises are here too.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -101,6 +101,33 @@ class ApprovalRecord:
         edited call when the reviewer edited it (never the proposed one then), else the call."""
         bound = self.approved_digest if self.edited else self.digest
         return bound == arguments_digest(tool, arguments)
+
+
+def journal_approval(
+    held: ApprovalRecord | None,
+    call_id: str,
+    tool: str,
+    arguments: Any,
+    note: str | None,
+    approved_arguments: Any,
+    by: str | None,
+) -> ApprovalRecord:
+    """The record of an approval a durable run's journal holds for a call (`held`: what the
+    store had for it, if anything): approved, with the reviewer's edit unless it is the call as
+    proposed, and the request's kind and reason when `held` is about this very call."""
+    record = ApprovalRecord(call_id, tool, arguments, status=ApprovalStatus.APPROVED, note=note)
+    same = held is not None and held.digest == record.digest
+    edit = None if approved_arguments is None else dict(approved_arguments)
+    if edit is not None and arguments_digest(tool, edit) == record.digest:
+        edit = None
+    return replace(
+        record,
+        kind=held.kind if same and held is not None else Decision.PENDING,
+        reason=held.reason if same and held is not None else "approved in the run's journal",
+        policy=held.policy if same and held is not None else "journal",
+        approved_arguments=edit,
+        decided_by=by,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,7 @@ from jianmu_bt.guard.approval_records import (
     ChangeCallback,
     Grant,
     UnknownApprovalError,
+    journal_approval,
 )
 from jianmu_bt.guard.binding import arguments_digest
 from jianmu_bt.guard.decision import Decision, GuardVerdict
@@ -46,16 +47,6 @@ if TYPE_CHECKING:
     from jianmu_bt.tools import ToolCall
 
 logger = logging.getLogger(__name__)
-
-
-def id_of_call(call: ToolCall) -> str:
-    """A call's id, required: approvals are keyed by it."""
-    if not call.id:
-        raise ValueError(
-            f"the call to '{call.name}' has no id; approvals are keyed by tool_call_id "
-            "(give calls ids with ToolCall.with_id())"
-        )
-    return call.id
 
 
 class ApprovalStore:
@@ -158,26 +149,12 @@ class ApprovalStore:
         arguments the reviewer approved instead if any. It replaces whatever this store held
         for the call (a restored snapshot may be older than the journal): the journal's word
         wins."""
-        digest = arguments_digest(call.name, call.arguments)
-        edit = None if arguments is None else dict(arguments)
-        if edit is not None and arguments_digest(call.name, edit) == digest:
-            edit = None
+        if not call.id:
+            raise ValueError(f"the call to '{call.name}' has no id; approvals are keyed by it")
         with self._lock:
-            held = self._records.get(id_of_call(call))
-            record = ApprovalRecord(
-                call_id=id_of_call(call),
-                tool=call.name,
-                arguments=call.arguments,
-                status=ApprovalStatus.APPROVED,
-                kind=held.kind if held is not None and held.digest == digest else Decision.PENDING,
-                reason=held.reason if held is not None else "approved in the run's journal",
-                policy=held.policy if held is not None else "journal",
-                note=note,
-                digest=digest,
-                approved_arguments=edit,
-                decided_by=by,
-            )
-            self._records[record.call_id] = record
+            held = self._records.get(call.id)
+            record = journal_approval(held, call.id, call.name, call.arguments, note, arguments, by)
+            self._records[call.id] = record
         self._notify(ApprovalChange("approved", record.call_id, record=record))
         return record
 
