@@ -109,13 +109,9 @@ def _read(prompt: str) -> str | None:
 
 def schema_refusal(tree: Any) -> EditCheck:
     """The check of an edit against the schema of the tree's tool the call is for."""
-    from jianmu_bt.tools.argument_schema import schema_problems
+    from jianmu_bt.tools.argument_schema import edit_refusal
 
     def refusal(call: Any, arguments: dict[str, Any]) -> str | None:
-        tool = tree.tool_named(call.tool)
-        problems = schema_problems(tool, arguments) if tool is not None else []
-        if not problems:
-            return None
-        return f"the edited arguments do not fit {call.tool}'s schema: " + "; ".join(problems)
+        return edit_refusal(call.tool, tree.tool_named(call.tool), arguments)
 
     return refusal

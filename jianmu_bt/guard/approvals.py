@@ -173,15 +173,7 @@ class ApprovalStore:
         Raises UnknownApprovalError (a KeyError) for an unknown id, ValueError for an empty
         reason or an already approved call.
         """
-        if not isinstance(reason, str) or not reason.strip():
-            raise ValueError("reject needs a reason the LLM can read, got an empty one")
-        with self._lock:
-            record, changed = self._decide(
-                call_id, ApprovalStatus.REJECTED, reason.strip(), decided_by=by
-            )
-        if changed:
-            self._notify(ApprovalChange("rejected", call_id, record=record))
-        return record
+        return self._refuse(call_id, ApprovalStatus.REJECTED, "reject", reason, by)
 
     def respond(self, call_id: str, answer: str, *, by: str | None = None) -> ApprovalRecord:
         """Answer a waiting call in its place: it does not run, and the LLM reads `answer` as
@@ -190,15 +182,7 @@ class ApprovalStore:
         Raises UnknownApprovalError (a KeyError) for an unknown id, ValueError for an empty
         answer or a call already decided otherwise.
         """
-        if not isinstance(answer, str) or not answer.strip():
-            raise ValueError("respond needs an answer the LLM can read, got an empty one")
-        with self._lock:
-            record, changed = self._decide(
-                call_id, ApprovalStatus.RESPONDED, answer.strip(), decided_by=by
-            )
-        if changed:
-            self._notify(ApprovalChange("responded", call_id, record=record))
-        return record
+        return self._refuse(call_id, ApprovalStatus.RESPONDED, "respond", answer, by)
 
     def grant(
         self,
@@ -371,6 +355,22 @@ class ApprovalStore:
         record = replace(record, status=status, note=note, **decision)
         self._records[call_id] = record
         return record, True
+
+    def _refuse(
+        self, call_id: str, status: ApprovalStatus, verb: str, text: Any, by: str | None
+    ) -> ApprovalRecord:
+        """Close a waiting call without running it (rejected, or answered in its place) with
+        `text` the LLM reads; ValueError for an empty one."""
+        if not isinstance(text, str) or not text.strip():
+            what = "a reason" if status is ApprovalStatus.REJECTED else "an answer"
+            raise ValueError(f"{verb} needs {what} the LLM can read, got an empty one")
+        with self._lock:
+            record, changed = self._decide(call_id, status, text.strip(), decided_by=by)
+        if changed:
+            rejected = status is ApprovalStatus.REJECTED
+            change = ApprovalChange("rejected" if rejected else "responded", call_id, record=record)
+            self._notify(change)
+        return record
 
     def _add_grant(self, tool: str, arguments: Any, uses: int | None, note: str | None) -> Grant:
         grant = Grant(

@@ -20,7 +20,7 @@ from typing import Any
 from jianmu_bt.guard.decision import ANSWERED_NOTE
 from jianmu_bt.store import JournalEntry
 from jianmu_bt.tools import Tool
-from jianmu_bt.tools.argument_schema import schema_problems
+from jianmu_bt.tools.argument_schema import edit_refusal
 
 __all__ = ["DENIED_ERROR", "SKIPPED_ERROR", "Decisions", "decision_rows"]
 
@@ -137,13 +137,9 @@ def _checked_edit(
             f"call {entry.call_id} ({entry.tool}) of run {run_id} is {entry.status}, not held: "
             "only a held call can be approved with other arguments"
         )
-    tool = tool_named(entry.tool)
-    problems = schema_problems(tool, edit) if tool is not None else []
-    if problems:
-        raise DecisionError(
-            f"the edited arguments of call {entry.call_id} do not fit {entry.tool}'s schema: "
-            + "; ".join(problems)
-        )
+    refused = edit_refusal(entry.tool, tool_named(entry.tool), edit)
+    if refused is not None:
+        raise DecisionError(f"call {entry.call_id}: {refused}")
     return dict(edit)
 
 

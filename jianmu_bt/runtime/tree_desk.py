@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from jianmu_bt.runtime.questions import Question, questions_of
 from jianmu_bt.tools import Tool, ToolCall, ToolSet
-from jianmu_bt.tools.argument_schema import schema_problems
+from jianmu_bt.tools.argument_schema import edit_refusal
 
 if TYPE_CHECKING:
     from jianmu_bt.runtime.runner import TreeRunner
@@ -76,12 +76,9 @@ class TreeDesk:
         if arguments is not None and record is not None:
             edited = ToolCall(record.tool, dict(arguments), call_id)
             tool = self.tool_named(record.tool)
-            problems = schema_problems(tool, edited.arguments) if tool is not None else []
-            if problems:
-                raise EditRefusedError(
-                    f"the edited arguments do not fit {record.tool}'s schema: "
-                    + "; ".join(problems)
-                )
+            refused = edit_refusal(record.tool, tool, edited.arguments)
+            if refused is not None:
+                raise EditRefusedError(refused)
             for deciding in self._guards_sharing(guard):
                 denied = deciding.refusal(edited, tool)
                 if denied is not None:

@@ -15,7 +15,7 @@ from jsonschema import exceptions, validators  # type: ignore[import-untyped]
 from jianmu_bt.tools.base import Tool
 from jianmu_bt.tools.signature import FunctionSignature
 
-__all__ = ["schema_problems"]
+__all__ = ["edit_refusal", "schema_problems"]
 
 
 def schema_problems(tool: Tool, arguments: Any) -> list[str]:
@@ -33,6 +33,15 @@ def schema_problems(tool: Tool, arguments: Any) -> list[str]:
         return []  # a schema that is not JSON Schema checks nothing (the tool still validates)
     found = sorted(cls(schema).iter_errors(dict(arguments)), key=lambda e: list(e.absolute_path))
     return [*_unexpected(tool, arguments), *(f"{_where(e)}: {e.message}" for e in found)]
+
+
+def edit_refusal(name: str, tool: Tool | None, arguments: Any) -> str | None:
+    """Why a reviewer's edited arguments for a call of `name` (the tool `tool`, None when the
+    tree has no such tool) cannot be taken, or None when they fit its schema."""
+    problems = schema_problems(tool, arguments) if tool is not None else []
+    if not problems:
+        return None
+    return f"the edited arguments do not fit {name}'s schema: " + "; ".join(problems)
 
 
 def _unexpected(tool: Tool, arguments: Mapping[str, Any]) -> list[str]:
