@@ -10,9 +10,23 @@ from __future__ import annotations
 # The import order is the registration order, which messages and the JSON Schema list the
 # kinds in: control flow first, then the working kinds, the agent loop, the MCP resource step.
 # isort: off
-from jianmu_bt.loader import kinds_flow, kinds_work, kinds_agent, kinds_handoff, kinds_mcp
+from jianmu_bt.loader import (
+    kinds_flow,
+    kinds_work,
+    kinds_agent,
+    kinds_handoff,
+    kinds_mcp,
+    kinds_human,
+)
 
 # isort: on
 
-BUILTIN_KIND_MODULES = (kinds_flow, kinds_work, kinds_agent, kinds_handoff, kinds_mcp)
+BUILTIN_KIND_MODULES = (
+    kinds_flow,
+    kinds_work,
+    kinds_agent,
+    kinds_handoff,
+    kinds_mcp,
+    kinds_human,
+)
 """The modules that register the built-in kinds, in registration order."""

@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 
+from jianmu_bt.nodes.handing_out import hand_out
 from jianmu_bt.nodes.progress import progress_events
 from jianmu_bt.runtime.context import RunContext
 from jianmu_bt.runtime.events import EventBus
@@ -23,6 +24,7 @@ from jianmu_bt.tools.call_context import (
     leave_call,
     wants_idempotency_key,
 )
+from jianmu_bt.tools.external import is_external
 from jianmu_bt.tools.retry import NO_RETRY, RetryPolicy
 from jianmu_bt.tools.runners import ToolRunner
 
@@ -93,6 +95,12 @@ async def run_tool_call(
         if first is None:
             emit_started(events, node, tool, call)
             started = time.monotonic()
+            if is_external(tool):  # handed out: its result comes from outside, never retried
+                result = await hand_out(context, node, tool, call, idempotency_key)
+                if guard is not None:
+                    guard.record(call, tool, result.ok)
+                emit_finished(events, node, tool, call, result, started, 1)
+                return result
             result = await tool.call(
                 call.arguments, injected=injected, runner=runner, timeout=timeout
             )

@@ -21,16 +21,20 @@ tools or its inputs changed since the run began: JournalMismatchError.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 from jianmu_bt.guard import GuardVerdict
 from jianmu_bt.nodes.calling import MeteredResult, id_of
+from jianmu_bt.nodes.handing_out import external_document, waiting_row
 from jianmu_bt.runtime.journal import CANCELLED, FINISHED_CALL, RunJournal
+from jianmu_bt.runtime.outside import WAITING, SuppliedResult
 from jianmu_bt.runtime.services import RunGuard
 from jianmu_bt.store import JournalEntry, digest_arguments
 from jianmu_bt.store.codec import UnrecordableValueError, check
 from jianmu_bt.tools import Tool, ToolCall, ToolResult
 from jianmu_bt.tools.effects import may_run_again as declared_safe
+from jianmu_bt.tools.external import is_external
 
 IN_DOUBT_REASON = (
     "it was running when the run stopped and its tool is not declared read-only or idempotent: "
@@ -81,6 +85,8 @@ def result_document(result: ToolResult) -> dict[str, Any]:
     document["error"] = result.error
     if isinstance(result, MeteredResult):
         document["usage"] = result.usage
+    elif isinstance(result, SuppliedResult):
+        document["by"] = result.by
     return document
 
 
@@ -174,6 +180,19 @@ def ensure_approved(guard: RunGuard, call: ToolCall, record: JournalEntry) -> No
         arguments=decision.get("arguments"),
         by=decision.get("by"),
     )
+
+
+def start_row(
+    make: Callable[..., JournalEntry], tool: Tool | None, current: JournalEntry | None
+) -> JournalEntry | None:
+    """The row a call writes before it starts, if any: `running` for a call that may have a
+    side effect (in doubt if the process dies during it), `waiting` for an external tool's call
+    not handed out yet (with its deadline). `make(status, result, decision=...)` builds a row."""
+    if is_external(tool):
+        if not waiting_row(tool, current):
+            return None  # handed out before this process: not again
+        return make(WAITING, decision=external_document(tool))
+    return None if may_run_again(tool) else make("running")
 
 
 def hold_document(verdict: GuardVerdict) -> dict[str, Any]:

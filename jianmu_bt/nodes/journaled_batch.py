@@ -9,6 +9,7 @@ run pauses for a decision. See `jianmu_bt.nodes.journaled` for what each record 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -171,8 +172,9 @@ async def run_journaled_batch(
         if current is not None and current.status == "held":  # approved here, in this process
             decision = journaled.approval_document(guard, call) if guard is not None else None
             starts.append(record(call, "approved", decision=decision))
-        if not journaled.may_run_again(tools[id_of(call)]):  # see ToolNode
-            starts.append(record(call, "running"))
+        start = journaled.start_row(functools.partial(record, call), tools[id_of(call)], current)
+        if start is not None:  # see ToolNode
+            starts.append(start)
     if starts:
         journal.write(*starts)
     idempotency_keys = {key: journal.idempotency_key(keys[key]) for key in map(id_of, runnable)}

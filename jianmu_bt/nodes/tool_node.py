@@ -182,8 +182,9 @@ class ToolNode(AsyncNode):
         # process dies during it); one that may run again needs no record until it ends.
         decision = journaled.approval_document(guard, call) if approved and guard else None
         starts = [write("approved", decision=decision)] if approved else []
-        if not journaled.may_run_again(self.tool):
-            starts.append(write("running"))
+        start = journaled.start_row(write, self.tool, current)
+        if start is not None:
+            starts.append(start)
         if starts:
             journal.write(*starts)
         journal.started()

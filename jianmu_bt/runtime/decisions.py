@@ -45,6 +45,10 @@ class Decisions:
     edits: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     by: str = "api"
     responses: Mapping[str, str] = field(default_factory=dict)
+    #: Answers to questions that wait (question id -> value) and results of external calls
+    #: that wait (call id -> value): see `jianmu_bt.runtime.outside`.
+    answers: Mapping[str, Any] = field(default_factory=dict)
+    results: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -54,13 +58,23 @@ class Decisions:
         edits: Mapping[str, Mapping[str, Any]] | None = None,
         by: str = "api",
         responses: Mapping[str, str] | None = None,
+        answers: Mapping[str, Any] | None = None,
+        results: Mapping[str, Any] | None = None,
     ) -> Decisions:
         """Decisions from any iterables (an edited call is approved, an answered one denied)."""
         edits, responses = dict(edits or {}), dict(responses or {})
-        return cls((*approve, *edits), (*deny, *responses), edits, by, responses)
+        return cls(
+            (*approve, *edits),
+            (*deny, *responses),
+            edits,
+            by,
+            responses,
+            dict(answers or {}),
+            dict(results or {}),
+        )
 
     def __bool__(self) -> bool:
-        return bool(self.approve or self.deny)
+        return bool(self.approve or self.deny or self.answers or self.results)
 
 
 def decision_rows(

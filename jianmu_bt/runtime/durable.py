@@ -26,6 +26,7 @@ from jianmu_bt.runtime.lease import (
     new_lease_owner,
     owner_is_dead,
 )
+from jianmu_bt.runtime.outside import WAITING, OutsideValueError, supplied_rows
 from jianmu_bt.runtime.results import RunResult
 from jianmu_bt.runtime.runner import TreeRunner
 from jianmu_bt.runtime.state import StateManager
@@ -173,16 +174,26 @@ class DurableRun:
         their arguments); DurableRunError for a call that does not wait or a conflict."""
         if not decisions:
             return []
-        waiting = [e for e in self.store.journal(self.run_id) if e.status in WAITING_CALL]
+        journal = self.store.journal(self.run_id)
+        try:
+            supplied = supplied_rows(
+                self.run_id, journal, decisions.answers, decisions.results, decisions.by
+            )
+        except OutsideValueError as exc:
+            raise DurableRunError(str(exc)) from None
+        if not (decisions.approve or decisions.deny):
+            return supplied
+        waiting = [e for e in journal if e.status in WAITING_CALL]
         approved = {
             e.key: e.result
             for e in self.store.journal_log(self.run_id)
             if e.status == "approved" and any(w.key == e.key for w in waiting)
         }
         try:
-            return decision_rows(self.run_id, waiting, decisions, self.tree.tool_named, approved)
+            rows = decision_rows(self.run_id, waiting, decisions, self.tree.tool_named, approved)
         except DecisionError as exc:
             raise DurableRunError(str(exc)) from None
+        return rows + supplied
 
     def _attach(self, recorded: Iterable[JournalEntry]) -> None:
         self.journal = RunJournal(
@@ -308,5 +319,7 @@ class DurableRun:
         self._release()
 
     def waiting_calls(self) -> list[JournalEntry]:
-        """The run's calls that wait for a decision (held or in doubt), in journal order."""
-        return [e for e in self.store.journal(self.run_id) if e.status in WAITING_CALL]
+        """The run's steps that wait: calls held or in doubt (for a decision), questions and
+        external calls (for a value from outside), in journal order."""
+        waits = (*WAITING_CALL, WAITING)
+        return [e for e in self.store.journal(self.run_id) if e.status in waits]

@@ -156,6 +156,8 @@ class DurableDriver:
         edits: Mapping[str, Mapping[str, Any]] | None = None,
         by: str = "api",
         responses: Mapping[str, str] | None = None,
+        answers: Mapping[str, Any] | None = None,
+        results: Mapping[str, Any] | None = None,
     ) -> RunResult:
         """Continue a durable run in this process from its journal.
 
@@ -166,11 +168,13 @@ class DurableDriver:
         calls with other arguments (call id -> arguments: they must fit the tool's schema, and
         the guard checks the edited call when the run reaches it); `responses` answers held
         calls in their place (call id -> the reply the node reads as the call's result; the
-        call does not run); `by` names who decided.
+        call does not run); `answers` answers questions the run waits on (question id ->
+        value) and `results` gives external calls their results (call id -> value), each
+        checked against its schema; `by` names who decided.
         Raises DurableRunError for a finished run, a changed tree, a run another process holds,
         a call both approved and denied, or an edit that does not fit.
         """
-        decisions = Decisions.of(approve, deny, edits, by, responses)
+        decisions = Decisions.of(approve, deny, edits, by, responses, answers, results)
         return await self._drive(self._resume(run_id, store, decisions, hold), timeout)
 
     resume = blocking(aresume)

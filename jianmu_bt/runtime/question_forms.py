@@ -285,3 +285,37 @@ def field_problems(field: FormField, value: Any) -> list[str]:
     return content_problems(
         {"type": "object", "properties": {field.name: field.schema}}, {field.name: value}
     )
+
+
+#: The form field a question whose answer is not an object (a choice, a number, free text)
+#: is asked through: MCP elicitation, and every desk, take only flat forms of fields.
+ANSWER_FIELD = "answer"
+#: The answer schema of a question that names none: free text.
+FREE_TEXT: dict[str, Any] = {"type": "string"}
+
+
+def answer_form(schema: Mapping[str, Any], default: Any = None) -> tuple[dict[str, Any], bool]:
+    """The form a question with answer `schema` is asked through, and whether the answer is
+    wrapped in it (a non-object answer is the form's one field `answer`). `default`, when not
+    None, is shown as the form's default."""
+    if schema.get("type") == "object":
+        form = json.loads(json.dumps(dict(schema)))
+        if isinstance(default, Mapping):
+            for name, value in default.items():
+                field = form.get("properties", {}).get(name)
+                if isinstance(field, dict):
+                    field["default"] = value
+        return form, False
+    field = dict(schema)
+    if default is not None:
+        field["default"] = default
+    form = {"type": "object", "properties": {ANSWER_FIELD: field}, "required": [ANSWER_FIELD]}
+    return form, True
+
+
+def answer_schema_problem(schema: Any) -> str:
+    """What makes `schema` unusable as a question's answer schema ("" when it is fine): it
+    must make a flat form (see `schema_problem`), as an object of fields or as one field."""
+    if not isinstance(schema, Mapping):
+        return f"the answer schema is a {type(schema).__name__}, not a JSON object"
+    return schema_problem(answer_form(schema)[0])

@@ -74,6 +74,9 @@ class Question:
     run_id: str = ""
     asked: float = field(default_factory=time.time)
     answer: Answer | None = None
+    #: Who asks: "mcp" (a server's elicitation; `server` is its name) or "tree" (an `ask` step
+    #: of the tree; `server` is the step's name).
+    source: str = "mcp"
 
     @property
     def pending(self) -> bool:
@@ -88,6 +91,7 @@ class Question:
             "message": self.message,
             "schema": self.schema,
             "run_id": self.run_id,
+            "source": self.source,
         }
 
     def outcome(self) -> dict[str, Any]:
@@ -144,10 +148,19 @@ class QuestionStore:
         return withdrawn
 
     def ask(
-        self, server: str, message: str, schema: Mapping[str, Any], run_id: str = ""
+        self,
+        server: str,
+        message: str,
+        schema: Mapping[str, Any],
+        run_id: str = "",
+        *,
+        question_id: str | None = None,
+        source: str = "mcp",
     ) -> Question:
-        """Record a new open question and return it."""
-        question = Question(f"q_{uuid.uuid4().hex[:12]}", server, message, dict(schema), run_id)
+        """Record a new open question and return it (`question_id`: a durable run's own id
+        for it, the same in every process of the run)."""
+        question_id = question_id or f"q_{uuid.uuid4().hex[:12]}"
+        question = Question(question_id, server, message, dict(schema), run_id, source=source)
         with self._lock:
             closed = [key for key, known in self._questions.items() if not known.pending]
             for key in closed[: max(0, len(closed) - KEEP_CLOSED)]:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from jianmu_bt.runtime.outside import WaitingCall, external_calls_of
 from jianmu_bt.runtime.questions import Question, questions_of
 from jianmu_bt.tools import Tool, ToolCall, ToolSet
 from jianmu_bt.tools.argument_schema import edit_refusal
@@ -121,6 +122,24 @@ class TreeDesk:
             if found is not None:
                 return found
         return None
+
+    def pending_results(self) -> list[WaitingCall]:
+        """The external tools' calls waiting in this process for their results, from any
+        thread (a paused run's wait in its store: `jianmu runs waiting`)."""
+        return external_calls_of(self.runner.context).pending()
+
+    def supply_result(self, call_id: str, value: Any, *, by: str = "api") -> WaitingCall:
+        """Give an external call waiting in this process its result (checked against the
+        tool's output schema); the run goes on. OutsideValueError (a ValueError) says why
+        not, and the call keeps waiting."""
+        return external_calls_of(self.runner.context).supply(call_id, value, by=by)
+
+    @contextmanager
+    def attend_results(self) -> Iterator[None]:
+        """For the block, a durable run waits in this process for external calls' results
+        (given with `supply_result`) instead of pausing."""
+        with external_calls_of(self.runner.context).attend():
+            yield
 
     def pending_approvals(self) -> list[Any]:
         """Every tool call waiting for a reviewer, across the tree's guards."""

@@ -33,7 +33,6 @@ FINISHED: tuple[str, ...] = ("succeeded", "failed")
 CALL_KINDS: tuple[str, ...] = ("tool", "llm", "input")
 """What a journal entry records: a tool call, an LLM turn, or an input the run read from outside
 once (an agent's attachments), which a replay takes from the journal instead of reading again."""
-"""What a journal entry records: a tool call or a model call."""
 
 CALL_STATUSES: tuple[str, ...] = (
     "held",
@@ -45,8 +44,10 @@ CALL_STATUSES: tuple[str, ...] = (
     "skipped",
     "in_doubt",
     "cancelled",
+    "waiting",
 )
-"""Every status a journalled call can have (each change is a new journal row)."""
+"""Every status a journalled call can have (each change is a new journal row); `waiting`: a
+question or an external call waits for a value from outside (`jianmu_bt.runtime.outside`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -340,6 +340,17 @@ root:
     assert "root/Triage.llm" in parts and "root/Maths.tools" in parts
 
 
+def test_ask_with_nobody_attending_takes_its_default_in_a_run_that_is_not_durable():
+    result, tree = run("""
+state:
+  plan: {type: string}
+root:
+  ask: {question: "Which plan?", choices: [careful, fast], output: plan, default: fast}
+""")
+    assert result.ok, result.reason
+    assert result.state["plan"] == "fast"
+
+
 def test_every_registered_kind_was_run():
     # runs last in this module (pytest keeps file order)
     assert set(node_kinds()) <= RUN_KINDS

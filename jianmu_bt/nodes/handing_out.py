@@ -1,0 +1,79 @@
+"""Handing out a call of an external tool, and waiting for its result from outside.
+
+`run_tool_call` comes here instead of running the tool. In a durable run the node has already
+journaled the call `waiting` (with its deadline: `waiting_row`); the run then either waits in
+this process, when someone attends the tree's external results (`Tree.attend_results`, the
+viewer) and the run holds calls in process (`hold="wait"`), or pauses until a resume brings
+the result (`jianmu resume RUN --result CALL_ID=JSON`). A run that is not durable waits in
+process (until the tool's timeout, if it has one). Past the deadline the call takes the tool's
+default, or fails.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jianmu_bt.runtime.context import RunContext
+from jianmu_bt.runtime.outside import (
+    WAITING,
+    deadline_after,
+    expired,
+    external_calls_of,
+    timed_out_result,
+    waiting_call,
+    waiting_document,
+)
+from jianmu_bt.store import JournalEntry
+from jianmu_bt.tools import Tool, ToolCall, ToolResult
+from jianmu_bt.tools.external import NO_DEFAULT, is_external
+
+
+def external_document(tool: Tool) -> dict[str, Any]:
+    """The result document of an external call's `waiting` row (its schema and deadline)."""
+    return waiting_document(
+        "external",
+        schema=getattr(tool, "result_schema", None),
+        deadline=deadline_after(getattr(tool, "wait_timeout", None)),
+        default=getattr(tool, "default", NO_DEFAULT),
+    )
+
+
+def waiting_row(tool: Tool | None, current: JournalEntry | None) -> bool:
+    """Whether a call of `tool` is journaled `waiting` before it starts (an external tool's
+    call not handed out yet), rather than `running`."""
+    return is_external(tool) and not (current is not None and current.status == WAITING)
+
+
+async def hand_out(
+    context: RunContext | None, node: str, tool: Tool, call: ToolCall, key: str | None
+) -> ToolResult:
+    """The result of `call` of an external tool, from outside (see the module docstring).
+    `key` is the call's idempotency key in a durable run (None otherwise)."""
+    if context is None:
+        return await tool.call(call.arguments)  # no run: the tool says it cannot work alone
+    journal = context.journal
+    record = None
+    if journal is not None and key is not None:
+        record = journal.recorded(key.removeprefix(f"{journal.run_id}/"))
+    if record is not None and record.status == WAITING:
+        document = dict(record.result or {})
+    else:
+        document = external_document(tool)
+    what = f"external call {call.name} [{call.id}]"
+    if expired(document):
+        return timed_out_result(call.name, document, what)
+    store = external_calls_of(context)
+    if journal is not None and not (journal.hold == "wait" and store.attended):
+        context.events.emit("tool.call.waiting", node=node, tool=call.name, call_id=call.id)
+        journal.ended()  # the pause must not wait for this call: it waits for the resume
+        try:
+            journal.request_pause(f"{what} waits for its result from outside")
+            await journal.wait_for_halt()
+        finally:
+            journal.started()
+    waiting = waiting_call(
+        call, document.get("schema"), document.get("deadline"), context.run_id, node
+    )
+    context.events.emit("tool.call.waiting", node=node, **waiting.to_dict())
+    result = await store.wait(waiting)
+    return result if result is not None else timed_out_result(call.name, document, what)
