@@ -25,6 +25,7 @@ from jianmu_bt.guard import GuardConfig
 from jianmu_bt.llm import LLMConfig
 from jianmu_bt.llm.limits import UsageLimits
 from jianmu_bt.loader.model_agent_tool import AgentToolEntry
+from jianmu_bt.loader.model_external_tool import ExternalToolEntry
 from jianmu_bt.mcp.config import MCPServerConfig
 
 if TYPE_CHECKING:
@@ -122,9 +123,10 @@ def _tool_entry_tag(value: Any) -> str:
             PythonToolEntry: "python",
             MCPToolEntry: "mcp",
             AgentToolEntry: "agent",
+            ExternalToolEntry: "external",
         }.get(type(value), "invalid")
     if isinstance(value, dict):
-        for tag in ("builtin", "python", "mcp", "agent"):
+        for tag in ("builtin", "python", "mcp", "agent", "external"):
             if tag in value:
                 return tag
     return "invalid"
@@ -140,7 +142,8 @@ class InvalidToolEntry(BaseModel):
             "tool_entry",
             "a tools entry is a tool name (calculator), 'module:attr' of a Python tool, "
             "{builtin: name, options: {...}}, {python: 'module:attr', args: {...}}, "
-            "{mcp: {command: ..., args: [...]}} or {agent: {name: ..., description: ...}}; "
+            "{mcp: {command: ..., args: [...]}}, {agent: {name: ..., description: ...}} or "
+            "{external: {name: ..., description: ...}}; "
             "got {got}",
             {"got": _describe_value(value)},
         )
@@ -152,6 +155,7 @@ ToolEntry = Annotated[
     | Annotated[PythonToolEntry, Tag("python")]
     | Annotated[MCPToolEntry, Tag("mcp")]
     | Annotated[AgentToolEntry, Tag("agent")]
+    | Annotated[ExternalToolEntry, Tag("external")]
     | Annotated[InvalidToolEntry, Tag("invalid")],
     Discriminator(_tool_entry_tag),
 ]

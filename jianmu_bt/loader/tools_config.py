@@ -8,6 +8,7 @@
 | `{python: "pkg.mod:make", args: {...}}` | a factory called with `args`                          |
 | `{mcp: {command: ..., prefix: ...}}`    | the tools of an MCP server (known once it started)    |
 | `{agent: {name: ..., tools: [...]}}`    | an agent as a tool (`AgentTool`), built last      |
+| `{external: {name: ..., ...}}`          | a tool answered from outside (`ExternalTool`)         |
 
 Tools passed to `load_tree(tools=...)` beat file tools and built-ins of the same name. A tree
 node may also name a built-in that no `tools:` entry lists; it is built on demand. Import paths
@@ -24,6 +25,7 @@ from jianmu_bt.loader.catalog import ImportProblem, ToolCatalog, import_tools
 from jianmu_bt.loader.diagnostics import Diagnostic, Severity
 from jianmu_bt.loader.model import BuiltinToolEntry, MCPToolEntry, PythonToolEntry
 from jianmu_bt.loader.model_agent_tool import AgentToolEntry
+from jianmu_bt.loader.model_external_tool import ExternalToolEntry
 from jianmu_bt.loader.records import Unit
 from jianmu_bt.loader.repair import Repair
 from jianmu_bt.tools import (
@@ -106,6 +108,8 @@ def _entry_tools(
         return import_tools(entry.python, base_dirs, entry.args)
     if isinstance(entry, AgentToolEntry):
         return []  # built last, from the other tools (`_agent_tools`)
+    if isinstance(entry, ExternalToolEntry):
+        return [entry.external.build()]
     if isinstance(entry, str) and ":" in entry:
         found = import_tools(entry, base_dirs, {})
         if len(found) == 1 and isinstance(found[0], Tool):

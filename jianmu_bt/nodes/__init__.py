@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         AgentLoop as AgentLoop,
         react_agent as react_agent,
     )
+    from jianmu_bt.nodes.ask import Ask as Ask, ask_person as ask_person
     from jianmu_bt.nodes.calling import run_tool_call as run_tool_call
     from jianmu_bt.nodes.condition import Condition as Condition
     from jianmu_bt.nodes.llm_node import AgentLLMNode as AgentLLMNode

@@ -5,8 +5,8 @@ journaled the call `waiting` (with its deadline: `waiting_row`); the run then ei
 this process, when someone attends the tree's external results (`Tree.attend_results`, the
 viewer) and the run holds calls in process (`hold="wait"`), or pauses until a resume brings
 the result (`jianmu resume RUN --result CALL_ID=JSON`). A run that is not durable waits in
-process (until the tool's timeout, if it has one). Past the deadline the call takes the tool's
-default, or fails.
+process while someone attends its results, and otherwise takes the tool's default at once (or
+fails). Past the deadline the call takes the tool's default, or fails.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from jianmu_bt.runtime.outside import (
 from jianmu_bt.store import JournalEntry
 from jianmu_bt.tools import Tool, ToolCall, ToolResult
 from jianmu_bt.tools.external import NO_DEFAULT, is_external
+
+NOBODY = "nobody attends the tree's external results and the run is not durable"
 
 
 def external_document(tool: Tool) -> dict[str, Any]:
@@ -71,6 +73,8 @@ async def hand_out(
             await journal.wait_for_halt()
         finally:
             journal.started()
+    if not store.attended:  # not durable, and nobody in this process could supply it
+        return timed_out_result(call.name, document, f"{what} ({NOBODY})")
     waiting = waiting_call(
         call, document.get("schema"), document.get("deadline"), context.run_id, node
     )

@@ -164,7 +164,7 @@ class WaitingCall:
     result: ToolResult | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready view (the data of a `tool.call.waiting` event)."""
+        """A JSON-ready view (the data of a `tool.call.waiting` event, whose node is `node`)."""
         return {
             "call_id": self.call_id,
             "tool": self.tool,
@@ -172,7 +172,6 @@ class WaitingCall:
             "schema": self.schema,
             "deadline": self.deadline,
             "run_id": self.run_id,
-            "node": self.node,
         }
 
 

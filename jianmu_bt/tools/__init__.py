@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         EffectDeclarationError as EffectDeclarationError,
         counted_effects as counted_effects,
     )
+    from jianmu_bt.tools.external import ExternalTool as ExternalTool
     from jianmu_bt.tools.function_tool import FunctionTool as FunctionTool, tool as tool
     from jianmu_bt.tools.providers import (
         BaseToolProvider as BaseToolProvider,
