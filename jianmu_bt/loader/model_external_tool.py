@@ -44,6 +44,9 @@ class ExternalToolSpec(BaseModel):
         None, gt=0, description="Seconds a run waits for the result (default: no limit)."
     )
     default: Any = Field(UNSET, description="The result taken once the timeout has passed.")
+    effect_tags: list[Text] = Field(
+        default_factory=list, description="What a call does, for the guard's budgets."
+    )
 
     def build(self) -> Any:
         """The ExternalTool (ValueError for a schema or default it cannot take)."""
@@ -56,6 +59,7 @@ class ExternalToolSpec(BaseModel):
             output_schema=self.output_schema,
             timeout=self.timeout,
             default=NO_DEFAULT if self.default == UNSET else self.default,
+            effect_tags=self.effect_tags,
         )
 
 

@@ -25,19 +25,23 @@ from jianmu_bt.runtime.outside import (
 )
 from jianmu_bt.store import JournalEntry
 from jianmu_bt.tools import Tool, ToolCall, ToolResult
+from jianmu_bt.tools.argument_schema import schema_problems
 from jianmu_bt.tools.external import NO_DEFAULT, is_external
 
 NOBODY = "nobody attends the tree's external results and the run is not durable"
 
 
-def external_document(tool: Tool) -> dict[str, Any]:
-    """The result document of an external call's `waiting` row (its schema and deadline)."""
-    return waiting_document(
+def external_document(tool: Tool, arguments: Any = None) -> dict[str, Any]:
+    """The result document of an external call's `waiting` row: its schema, deadline, default,
+    and the `arguments` it is handed out with."""
+    document = waiting_document(
         "external",
         schema=getattr(tool, "result_schema", None),
         deadline=deadline_after(getattr(tool, "wait_timeout", None)),
         default=getattr(tool, "default", NO_DEFAULT),
     )
+    document["arguments"] = arguments
+    return document
 
 
 def waiting_row(tool: Tool | None, current: JournalEntry | None) -> bool:
@@ -60,8 +64,13 @@ async def hand_out(
     if record is not None and record.status == WAITING:
         document = dict(record.result or {})
     else:
-        document = external_document(tool)
+        document = external_document(tool, call.arguments)
     what = f"external call {call.name} [{call.id}]"
+    problems = schema_problems(tool, call.arguments)
+    if problems:  # never handed out with arguments its schema refuses
+        return ToolResult.failure(
+            call.name, f"Error: invalid arguments for {call.name}: " + "; ".join(problems)
+        )
     if expired(document):
         return timed_out_result(call.name, document, what)
     store = external_calls_of(context)

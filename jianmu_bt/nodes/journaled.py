@@ -183,15 +183,19 @@ def ensure_approved(guard: RunGuard, call: ToolCall, record: JournalEntry) -> No
 
 
 def start_row(
-    make: Callable[..., JournalEntry], tool: Tool | None, current: JournalEntry | None
+    make: Callable[..., JournalEntry],
+    tool: Tool | None,
+    current: JournalEntry | None,
+    run: ToolCall,
 ) -> JournalEntry | None:
     """The row a call writes before it starts, if any: `running` for a call that may have a
     side effect (in doubt if the process dies during it), `waiting` for an external tool's call
-    not handed out yet (with its deadline). `make(status, result, decision=...)` builds a row."""
+    not handed out yet (with its deadline, and `run`'s arguments: the call as handed out, a
+    reviewer's edit included). `make(status, result, decision=...)` builds a row."""
     if is_external(tool):
         if not waiting_row(tool, current):
             return None  # handed out before this process: not again
-        return make(WAITING, decision=external_document(tool))
+        return make(WAITING, decision=external_document(tool, run.arguments))
     return None if may_run_again(tool) else make("running")
 
 

@@ -172,7 +172,8 @@ async def run_journaled_batch(
         if current is not None and current.status == "held":  # approved here, in this process
             decision = journaled.approval_document(guard, call) if guard is not None else None
             starts.append(record(call, "approved", decision=decision))
-        start = journaled.start_row(functools.partial(record, call), tools[id_of(call)], current)
+        make = functools.partial(record, call)
+        start = journaled.start_row(make, tools[id_of(call)], current, call)
         if start is not None:  # see ToolNode
             starts.append(start)
     if starts:

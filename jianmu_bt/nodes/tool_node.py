@@ -182,7 +182,7 @@ class ToolNode(AsyncNode):
         # process dies during it); one that may run again needs no record until it ends.
         decision = journaled.approval_document(guard, call) if approved and guard else None
         starts = [write("approved", decision=decision)] if approved else []
-        start = journaled.start_row(write, self.tool, current)
+        start = journaled.start_row(write, self.tool, current, run)
         if start is not None:
             starts.append(start)
         if starts:

@@ -24,7 +24,7 @@ fails with a result that says where its results come from.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from jsonschema import exceptions, validators  # type: ignore[import-untyped]
@@ -58,12 +58,15 @@ class ExternalTool(Tool):
         output_schema: Mapping[str, Any] | None = None,
         timeout: float | None = None,
         default: Any = NO_DEFAULT,
+        effect_tags: Iterable[str] = (),
     ) -> None:
         if timeout is not None and timeout <= 0:
             raise ValueError(f"external tool {name!r}: timeout must be positive, got {timeout}")
         self.name = name
         self.description = description
         self.input_schema = dict(parameters or {"type": "object", "properties": {}})
+        #: What a call does, for the guard's budgets (`budgets: {payments: 3}`).
+        self.effect_tags = tuple(effect_tags)
         #: The JSON Schema a supplied result must fit (None: any JSON value).
         self.result_schema = dict(output_schema) if output_schema is not None else None
         if self.result_schema is not None:
