@@ -326,3 +326,106 @@ def test_kill_9_while_a_question_is_asked_leaves_it_waiting_for_a_resume(tree_fi
     result = load_tree(tree_file).resume("R", store=db, answers={question.call_id: "careful"})
     assert result.run_status == "paused" and result.state["plan"] == "careful"
     assert _ledger(tmp_path) == ["careful"]
+
+
+PYTHON_TREE = """
+import py_trees
+from pydantic import BaseModel
+
+from jianmu_bt import PythonTree, StateManager
+from jianmu_bt.nodes import Ask, ToolNode
+from jianmu_bt.tools import ExternalTool
+
+deploy = ExternalTool(
+    "deploy",
+    "Deploy a version; the release system reports the outcome.",
+    parameters={"type": "object", "properties": {"version": {"type": "string"}}},
+    output_schema={"type": "string", "enum": ["live", "rolled back"]},
+)
+
+
+class Release(BaseModel):
+    version: str = ""
+    outcome: str = ""
+
+
+def build():
+    return py_trees.composites.Sequence("Release", memory=True, children=[
+        Ask("AskVersion", "Which version?", {"type": "string", "enum": ["1.0", "1.1"]}, "version"),
+        ToolNode(deploy, name="Deploy", arguments={"version": "{version}"}, output_key="outcome"),
+    ])
+
+
+def release_tree():
+    return PythonTree("release", build, StateManager(Release), source="release_flow:release_tree")
+"""
+
+
+def _python(tmp_path, code: str) -> str:
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}"}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_a_python_tree_asks_and_waits_across_processes(tmp_path):
+    (tmp_path / "release_flow.py").write_text(PYTHON_TREE)
+    db = tmp_path / "runs.db"
+    start = "from release_flow import release_tree\n"
+    out = _python(
+        tmp_path, start + f"print(release_tree().run(store={str(db)!r}, run_id='R').run_status)"
+    )
+    assert out == "paused"
+    (question,) = _waiting(db)
+    answer = f"answers={{{question.call_id!r}: '1.1'}}"
+    out = _python(
+        tmp_path,
+        start + f"print(release_tree().resume('R', store={str(db)!r}, {answer}).run_status)",
+    )
+    assert out == "paused"
+    (call,) = _waiting(db)
+    assert (call.tool, call.result["arguments"]) == ("deploy", {"version": "1.1"})
+    result = f"results={{{call.call_id!r}: 'live'}}"
+    code = start + f"r = release_tree().resume('R', store={str(db)!r}, {result})\n"
+    out = _python(tmp_path, code + "print(r.run_status, r.state['version'], r.state['outcome'])")
+    assert out == "succeeded 1.1 live"
+
+
+EXTERNAL_SCRIPT = """
+import sys
+from jianmu_bt import load_tree
+tree = load_tree(sys.argv[1])
+with tree.attend_questions(lambda q: tree.answer(q.id, "accept", {"answer": "fast"})):
+    with tree.attend_results():
+        tree.events.subscribe(
+            lambda e: e.type == "tool.call.waiting" and open(sys.argv[3], "w").close()
+        )
+        tree.run(store=sys.argv[2], run_id="R")
+"""
+
+
+def test_kill_9_while_an_external_call_waits_in_process_keeps_it_waiting(tree_file, tmp_path):
+    script = tmp_path / "drive_external.py"
+    script.write_text(EXTERNAL_SCRIPT)
+    ready, db = tmp_path / "ready", tmp_path / "runs.db"
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}"}
+    process = subprocess.Popen(
+        [sys.executable, str(script), str(tree_file), str(db), str(ready)],
+        env=env,
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _kill_when(process, ready)
+    (call,) = _waiting(db)
+    assert call.tool == "ci_result"
+    result = load_tree(tree_file).resume("R", store=db, results={call.call_id: {"passed": True}})
+    assert result.run_status == "succeeded" and result.state["verdict"] == {"passed": True}
+    assert _ledger(tmp_path) == ["fast"]  # the step before ran once, before the kill
