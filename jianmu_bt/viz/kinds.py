@@ -17,6 +17,7 @@ agree:
 | message | `jianmu_bt.nodes.AddMessage` | note | the role |
 | condition | `jianmu_bt.nodes.condition.Condition` | diamond | the expression |
 | set | `jianmu_bt.nodes.set_values.SetValues` | note | the keys it writes |
+| ask | `jianmu_bt.nodes.ask.Ask` | tab | the answer's choices or type, and its field |
 | subtree | a YAML `subtree` node (its loader NodeInfo says so) | folder | the file or tree |
 | resource | a YAML `mcp_resource` node (its loader NodeInfo says so) | cylinder | the URI |
 | behaviour | anything else | ellipse | the Python class |
@@ -34,6 +35,7 @@ import py_trees
 from py_trees import composites, decorators
 
 from jianmu_bt.nodes import AddMessage, AgentLLMNode, AgentLoop, ToolExecutor, ToolNode
+from jianmu_bt.nodes.ask import Ask
 from jianmu_bt.nodes.condition import Condition
 from jianmu_bt.nodes.set_values import SetValues
 
@@ -53,6 +55,7 @@ SHAPES: dict[str, str] = {
     "message": "note",
     "condition": "diamond",
     "set": "note",
+    "ask": "tab",
     "subtree": "folder",
     "resource": "cylinder",
     "behaviour": "ellipse",
@@ -114,6 +117,12 @@ def _parallel_detail(node: composites.Parallel) -> str:
     return readable
 
 
+def _answer_detail(node: Ask) -> str:
+    choices = node.schema.get("enum")
+    answer = " / ".join(map(str, choices)) if choices else str(node.schema.get("type", "any"))
+    return f"{answer} -> {node.output_key}" if node.output_key else answer
+
+
 def describe_node(node: py_trees.behaviour.Behaviour) -> NodeLook:
     """The kind, shape and detail of `node` (see the module's table)."""
     look = _look(node)
@@ -138,6 +147,8 @@ def _look(node: py_trees.behaviour.Behaviour) -> NodeLook:
         return NodeLook("condition", SHAPES["condition"], node.expression.text)
     if isinstance(node, SetValues):
         return NodeLook("set", SHAPES["set"], _names(node.values))
+    if isinstance(node, Ask):
+        return NodeLook("ask", SHAPES["ask"], _answer_detail(node))
     if isinstance(node, composites.Sequence) and is_agent_root(node):
         return NodeLook("agent", SHAPES["agent"])
     info = getattr(node, "jianmu", None)
