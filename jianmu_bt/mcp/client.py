@@ -87,6 +87,7 @@ class MCPClient(ServerFeatures):
         mode: str = "auto",
         errlog: IO[Any] | None = None,
         stderr_limit: int = defaults.DEFAULT_STDERR_LIMIT,
+        max_message_bytes: int = defaults.DEFAULT_MAX_MESSAGE_BYTES,
         stop_grace: float = defaults.DEFAULT_STOP_GRACE,
         progress_resets_timeout: bool = False,
         roots: Sequence[str | os.PathLike[str]] | None = None,
@@ -111,6 +112,7 @@ class MCPClient(ServerFeatures):
             timeout=timeout,
             connect_timeout=connect_timeout,
             stderr_limit=stderr_limit,
+            max_message_bytes=max_message_bytes,
             stop_grace=stop_grace,
         )
         self.config = config

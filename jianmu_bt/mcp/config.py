@@ -23,6 +23,8 @@ DEFAULT_TIMEOUT = 30.0
 DEFAULT_CONNECT_TIMEOUT = 30.0
 #: Bytes of a stdio server's stderr kept (the latest ones) for error messages.
 DEFAULT_STDERR_LIMIT = 64 * 1024
+#: Bytes one message from a stdio server may take (a longer line faults the connection).
+DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 #: Seconds a stdio server gets to exit after its stdin closes, and again after SIGTERM.
 DEFAULT_STOP_GRACE = 2.0
 #: Fields that shape a provider's tool list rather than the connection.
@@ -112,6 +114,7 @@ class MCPServerConfig(BaseModel):
     | `timeout`         | seconds one request (list, call) may take                             |
     | `connect_timeout` | seconds starting the server and the handshake may take                |
     | `stderr_limit`    | bytes of a stdio server's stderr kept in memory (the latest ones)     |
+    | `max_message_bytes` | bytes one message (line) of a stdio server may take (16 MiB)        |
     | `stop_grace`      | seconds a stdio server gets to exit on close, and again after SIGTERM |
     | `progress_resets_timeout` | a progress notification restarts the call's `timeout` (idle) |
     | `roots`           | directories offered to the server as roots (`roots/list`)           |
@@ -139,6 +142,9 @@ class MCPServerConfig(BaseModel):
     timeout: float = Field(default=DEFAULT_TIMEOUT, gt=0)
     connect_timeout: float = Field(default=DEFAULT_CONNECT_TIMEOUT, gt=0)
     stderr_limit: int = Field(default=DEFAULT_STDERR_LIMIT, ge=1024, le=64 * 1024 * 1024)
+    max_message_bytes: int = Field(
+        default=DEFAULT_MAX_MESSAGE_BYTES, ge=1024, le=1024 * 1024 * 1024
+    )
     stop_grace: float = Field(default=DEFAULT_STOP_GRACE, ge=0, le=60)
     progress_resets_timeout: bool = False
     roots: list[str] | None = None

@@ -4,13 +4,15 @@ The SDK's `stdio_client` starts the server in a new session too, but it kills th
 when the server outlives the grace period after its stdin closes; a server that exits politely
 leaves its own children running. It also writes the server's stderr to a file given by the
 caller, without bound. This transport yields the same `(read, write)` stream pair and differs
-in three ways:
+in four ways:
 
 - the server's process group is always ended when the transport closes, after a timeout, or as
   soon as the server process itself exits (so orphaned helpers holding its stdout cannot keep a
   dead server looking alive): SIGTERM, a grace period, SIGKILL (see `process_group`);
 - stderr is read through a pipe and only its last `limit` bytes are kept (`StderrTail`), so a
   server that floods stderr costs bounded memory and no disk, and errors quote the latest lines;
+- stdout is split into messages in linear time, and a message longer than `max_message_bytes`
+  faults the connection and ends the server (an endless line costs bounded memory and CPU);
 - a synchronous SIGKILL of the group runs last, even when the closing task is torn down abruptly.
 """
 
@@ -18,12 +20,11 @@ from __future__ import annotations
 
 import logging
 import subprocess
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from typing import IO, TYPE_CHECKING, Any
 
 import anyio
-from anyio.streams.text import TextReceiveStream
 
 from jianmu_bt.mcp.config import DEFAULT_STDERR_LIMIT, DEFAULT_STOP_GRACE
 from jianmu_bt.mcp.process_group import ProcessGroup
@@ -117,22 +118,47 @@ def _parse_line(line: str) -> Any:
     return SessionMessage(message)
 
 
-async def _pump_stdout(process: Process, sink: Any) -> None:
+class MessageTooLargeError(Exception):
+    """A stdio server wrote a message (a line) longer than the connection allows."""
+
+
+async def _pump_stdout(
+    process: Process, sink: Any, limit: int, fault: Callable[[str], Awaitable[None]]
+) -> None:
     """Server stdout -> session, one JSON-RPC message per line; ends the read stream at EOF.
 
+    Each chunk is scanned once for line ends, so reading costs time linear in the bytes read,
+    however long a line. A line longer than `limit` bytes faults the connection: the session
+    gets the error, the read stream ends and `fault(reason)` ends the server's process group.
     Once the session stops listening, the rest is read and dropped, so a server blocked on a
     full stdout pipe can still see its stdin close and exit by itself.
     """
     assert process.stdout is not None
     async with sink:
-        buffer = ""
+        pending = bytearray()
         with suppress(*_PIPE_ERRORS):
-            async for chunk in TextReceiveStream(process.stdout, errors="replace"):
-                lines = (buffer + chunk).split("\n")
-                buffer = lines.pop()
-                for line in lines:
+            async for chunk in process.stdout:
+                start = 0
+                while (end := chunk.find(b"\n", start)) >= 0:
+                    pending += chunk[start:end]
+                    start = end + 1
+                    if len(pending) > limit:
+                        break
+                    line = pending.decode("utf-8", errors="replace")
+                    pending.clear()
                     if line.strip():
                         await sink.send(_parse_line(line))
+                else:
+                    pending += chunk[start:]
+                if len(pending) > limit:
+                    error = MessageTooLargeError(
+                        f"the MCP server sent a message longer than {limit} bytes "
+                        "(max_message_bytes); the connection was closed and the server stopped"
+                    )
+                    logger.warning("%s", error)
+                    await sink.send(error)
+                    await fault(str(error))
+                    return
     with suppress(*_PIPE_ERRORS):
         while True:
             await process.stdout.receive()
@@ -218,7 +244,13 @@ async def stdio_transport(
                 stderr_done.set()
 
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_pump_stdout, process, read_sink)
+
+            async def fault(reason: str) -> None:
+                tail.feed(f"\n[client] {reason}\n".encode())  # error messages quote the tail
+                await group.terminate()
+
+            limit = config.max_message_bytes
+            tg.start_soon(_pump_stdout, process, read_sink, limit, fault)
             tg.start_soon(_pump_stdin, process, write_source, read_sink, writer_done)
             tg.start_soon(pump_stderr)
             tg.start_soon(_watch_exit, process, group)
@@ -252,4 +284,4 @@ async def stdio_transport(
                 await _close_quietly(process)
 
 
-__all__ = ["StderrTail", "stdio_transport"]
+__all__ = ["MessageTooLargeError", "StderrTail", "stdio_transport"]
