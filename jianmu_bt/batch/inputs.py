@@ -68,34 +68,97 @@ def _plain(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str, sort_keys=True))
 
 
-def read_inputs(path: Path, checker: InputChecker) -> Iterator[InputLine]:
-    """Each non-blank line of `path` as an InputLine (values, or the reason it is refused).
+#: Longest input line read, in bytes: a longer one is refused (and not held in memory).
+MAX_LINE_BYTES = 8 * 1024 * 1024
+#: Deepest nesting of arrays and objects an input line may have.
+MAX_DEPTH = 64
+_READ = 1024 * 1024
 
-    A line that is not UTF-8 text is refused with where its first bad byte is (never decoded
-    with replacement characters, which would change its values silently)."""
-    with path.open("rb") as lines:
-        for number, raw in enumerate(lines, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                where = f"byte {exc.start + 1}: {raw[exc.start : exc.start + 1]!r}"
-                yield InputLine(number, None, f"not UTF-8 text ({where})")
+
+def _lines(path: Path) -> Iterator[tuple[int, bytes | None]]:
+    """Each line of `path` with its 1-based number: its bytes, or None for a line longer than
+    MAX_LINE_BYTES (read past in pieces, never held whole)."""
+    with path.open("rb") as stream:
+        number = 0
+        while True:
+            raw = stream.readline(MAX_LINE_BYTES + 1)
+            if not raw:
+                return
+            number += 1
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                while (rest := stream.readline(_READ)) and not rest.endswith(b"\n"):
+                    pass
+                yield number, None
                 continue
-            if not text.strip():
-                continue
-            try:
-                values = json.loads(text)
-            except json.JSONDecodeError as exc:
-                yield InputLine(number, None, f"not JSON: {exc.msg} (column {exc.colno})")
-                continue
+            yield number, raw
+
+
+def parse_line(raw: bytes) -> tuple[Any, str]:
+    """The JSON value of one input line, or why it is refused: not UTF-8 (where the first bad
+    byte is: never decoded with replacement characters, which would change its values), not
+    JSON, NaN or Infinity (not JSON), a key given twice, or nested deeper than MAX_DEPTH."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, f"not UTF-8 text (byte {exc.start + 1}: {raw[exc.start : exc.start + 1]!r})"
+    try:
+        value = json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_unique)
+    except json.JSONDecodeError as exc:
+        return None, f"not JSON: {exc.msg} (column {exc.colno})"
+    except ValueError as exc:  # a constant or a duplicate key, refused by the hooks
+        return None, str(exc)
+    except RecursionError:
+        return None, f"nested more than {MAX_DEPTH} levels deep"
+    if _depth(value) > MAX_DEPTH:
+        return None, f"nested more than {MAX_DEPTH} levels deep"
+    return value, ""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number; write a number or null")
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise ValueError(f"the key {key!r} is given twice in one object")
+        found[key] = value
+    return found
+
+
+def _depth(value: Any) -> int:
+    """How deeply arrays and objects nest in `value` (0 for a scalar), without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = item.values() if isinstance(item, dict) else item
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, level)
+            if level <= MAX_DEPTH:
+                stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def read_inputs(path: Path, checker: InputChecker) -> Iterator[InputLine]:
+    """Each non-blank line of `path` as an InputLine (values, or the reason it is refused): a
+    line that cannot be read as a JSON value (`parse_line`), or longer than MAX_LINE_BYTES, is
+    that line's error; the other lines still run."""
+    for number, raw in _lines(path):
+        if raw is None:
+            yield InputLine(number, None, f"longer than {MAX_LINE_BYTES} bytes")
+            continue
+        if not raw.strip():
+            continue
+        values, problem = parse_line(raw)
+        if not problem:
             problem = checker.check(values)
-            yield InputLine(number, None if problem else values, problem)
+        yield InputLine(number, None if problem else values, problem)
 
 
 def count_inputs(path: Path) -> int:
-    """How many lines of `path` are inputs (not blank; a line that is not UTF-8 counts)."""
-    with path.open("rb") as lines:
-        return sum(1 for raw in lines if raw.strip())
+    """How many lines of `path` are inputs (not blank; a line that cannot be read counts)."""
+    return sum(1 for _, raw in _lines(path) if raw is None or raw.strip())
 
 
 def _json_type(value: Any) -> str:
