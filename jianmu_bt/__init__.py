@@ -12,7 +12,6 @@ No module of the package imports this facade (the version is in `jianmu_bt._vers
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Any
 
 from jianmu_bt._lazy import lazy_exports
@@ -73,25 +72,4 @@ def __getattr__(name: str) -> Any:
     value = _load(name)
     if name == "__all__":
         value = globals()["__all__"] = ["__version__", *value]
-    elif name == "tools" or getattr(value, "__module__", "").startswith("jianmu_bt.tools"):
-        _lend_tree_layer()
     return value
-
-
-def _lend_tree_layer() -> None:
-    """Let `Tool.as_node()` work for tools made through this facade.
-
-    The tree layer registers the factory `as_node` uses when it is imported; the facade used to
-    import it eagerly. Until it is imported, register a stand-in that imports it on first use.
-    """
-    if "jianmu_bt.nodes.tool_node" in sys.modules:
-        return  # the tree layer registered its own factory
-    from jianmu_bt.tools.base import set_node_factory
-
-    set_node_factory(_tool_node)
-
-
-def _tool_node(for_tool: Any, **kwargs: Any) -> Any:
-    from jianmu_bt.nodes import ToolNode  # registers the real factory for later calls
-
-    return ToolNode(for_tool, **kwargs)

@@ -89,6 +89,29 @@ def test_a_tool_from_the_root_becomes_a_node_without_importing_the_tree_layer_fi
     assert "jianmu_bt.nodes.tool_node" in loaded_after(code)
 
 
+@pytest.mark.parametrize(
+    "imports",
+    [
+        "from jianmu_bt.tools import tool",
+        "from jianmu_bt.tools.function_tool import tool",
+        "import jianmu_bt.tools; tool = jianmu_bt.tools.tool",
+    ],
+)
+def test_a_tool_becomes_a_node_whichever_way_the_tool_layer_was_imported(imports):
+    # The tool layer finds the tree layer's factory through an entry point, not an import.
+    code = (
+        f"{imports}\n"
+        "@tool\n"
+        "def add(a: int, b: int) -> int:\n"
+        "    'Add.'\n"
+        "    return a + b\n"
+        "node = add.as_node(name='Add', output_key='total')\n"
+        "assert type(node).__name__ == 'ToolNode', node\n"
+        "assert node.name == 'Add' and node.output_key == 'total', vars(node)\n"
+    )
+    assert "jianmu_bt.nodes.tool_node" in loaded_after(code)
+
+
 def test_the_guard_builds_no_model_and_loads_no_http_client_until_used():
     loaded = loaded_after(
         "from jianmu_bt.guard import GuardEnforcer, ArgumentPredicate, host_not_in\n"

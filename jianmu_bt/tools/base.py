@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from jianmu_bt.tools import event_loop
 from jianmu_bt.tools.calls import ToolResult
 from jianmu_bt.tools.effects import check_effects
+from jianmu_bt.tools.node_factory import set_node_factory, tool_node_factory
 from jianmu_bt.tools.overruns import (
     Overrun,
     Overruns,
@@ -44,18 +45,15 @@ from jianmu_bt.tools.shapes import (
 if TYPE_CHECKING:
     from jianmu_bt.tools.runners import ToolRunner
 
-# Callers of this module also find these here (defined in tools.shapes and tools.overruns).
-__all__ = ["DEFAULT_OUTPUT_SCHEMA", "has_overruns", "normalize_parameters", "wait_for_overruns"]
-
-# Set by the tree layer (jianmu_bt.nodes) so that `Tool.as_node` can build a ToolNode without the
-# tool layer importing anything above it.
-_node_factory: Callable[..., Any] | None = None
-
-
-def set_node_factory(factory: Callable[..., Any]) -> None:
-    """Register the callable `Tool.as_node` uses (the tree layer registers ToolNode)."""
-    global _node_factory
-    _node_factory = factory
+# Callers of this module also find these here (defined in tools.shapes, tools.overruns and
+# tools.node_factory).
+__all__ = [
+    "DEFAULT_OUTPUT_SCHEMA",
+    "has_overruns",
+    "normalize_parameters",
+    "set_node_factory",
+    "wait_for_overruns",
+]
 
 
 class Tool(Described, ABC):
@@ -417,10 +415,11 @@ class Tool(Described, ABC):
         output_key: str | None = None,
         **kwargs: Any,
     ) -> Any:
-        """Wrap this tool as a ToolNode, an explicit step of a behaviour tree."""
-        if _node_factory is None:
-            raise RuntimeError("Tool.as_node needs the tree layer: import jianmu_bt.nodes first")
-        return _node_factory(self, name=name, input_key=input_key, output_key=output_key, **kwargs)
+        """Wrap this tool as a ToolNode, an explicit step of a behaviour tree.
+
+        The tree layer is loaded on first use (`jianmu_bt.tools.node_factory`)."""
+        factory = tool_node_factory()
+        return factory(self, name=name, input_key=input_key, output_key=output_key, **kwargs)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"

@@ -209,11 +209,21 @@ async def test_call_normalises_error_strings():
     assert result == ToolResult("failing", False, None, "Error: disk full")
 
 
-def test_as_node_without_tree_layer_is_a_clear_error(monkeypatch):
-    import jianmu_bt.tools.base as base
+def test_as_node_loads_the_tree_layer_through_its_entry_point(monkeypatch):
+    import jianmu_bt.tools.node_factory as bridge
 
-    monkeypatch.setattr(base, "_node_factory", None)
-    with pytest.raises(RuntimeError, match="tree layer"):
+    monkeypatch.setattr(bridge, "_node_factory", None)
+    node = Echo().as_node(name="Echo", output_key="said")
+    assert type(node).__name__ == "ToolNode"
+    assert (node.name, node.output_key) == ("Echo", "said")
+
+
+def test_as_node_without_tree_layer_is_a_clear_error(monkeypatch):
+    import jianmu_bt.tools.node_factory as bridge
+
+    monkeypatch.setattr(bridge, "_node_factory", None)
+    monkeypatch.setattr(bridge, "load_tool_node_factory", lambda: None)
+    with pytest.raises(RuntimeError, match=r"tree layer.*entry points are missing"):
         Echo().as_node()
 
 
