@@ -17,6 +17,7 @@ from jianmu_bt.cli.errors import CLIError
 from jianmu_bt.cli.loading import existing_file
 from jianmu_bt.cli.stores import STORE_HELP, open_run_store, store_errors, waiting_calls
 from jianmu_bt.cli.subcommand import add_command
+from jianmu_bt.store.private_files import open_private
 
 HELP = "run a tree once per line of a JSONL inputs file (process pool or Ray)"
 EPILOG = """\
@@ -131,7 +132,7 @@ class _LazyFile:
     def write(self, text: str) -> int:
         if self.file is None:
             try:
-                self.file = self.path.open("w", encoding="utf-8")
+                self.file = open_private(self.path, "w")  # results hold runs' states
             except OSError as exc:
                 raise CLIError(f"--out {self.path}: cannot write ({exc.strerror})") from None
         return self.file.write(text)

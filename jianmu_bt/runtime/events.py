@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from jianmu_bt.store.private_files import open_private
+
 logger = logging.getLogger(__name__)
 
 EventCallback = Callable[["Event"], None]
@@ -94,11 +96,13 @@ class EventBus:
 
 
 class TraceWriter:
-    """A subscriber that appends each event as one JSON line to a file (a run's trace)."""
+    """A subscriber that appends each event as one JSON line to a file (a run's trace), created
+    readable by its owner only."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._file: TextIO | None = self.path.open("w", encoding="utf-8")
+        # Private: a trace holds the run's state, arguments and results.
+        self._file: TextIO | None = open_private(self.path, "w")
 
     def __call__(self, event: Event) -> None:
         if self._file is not None:

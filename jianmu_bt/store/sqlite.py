@@ -22,6 +22,7 @@ from jianmu_bt.store.errors import (
     StoreNotFoundError,
     StoreUnavailableError,
 )
+from jianmu_bt.store.private_files import create_private_file, non_regular_problem
 from jianmu_bt.store.sqlcommon import SQLRunStore
 from jianmu_bt.store.sqlrows import (
     FORMAT_VERSION,
@@ -71,13 +72,16 @@ class SQLiteStore(SQLRunStore):
         self._busy_timeout = busy_timeout
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
+        problem = non_regular_problem(self._path)
+        if problem:  # refused before SQLite writes a `-journal` file beside a device
+            raise StoreError(f"run store {problem}")
         if not self._path.exists():
             if not create:
                 raise StoreNotFoundError(
                     f"run store {self._location} does not exist (nothing to open)"
                 )
-            try:
-                self._path.parent.mkdir(parents=True, exist_ok=True)
+            try:  # its state, arguments and results are the owner's alone (and its WAL's)
+                create_private_file(self._path)
             except OSError as exc:
                 raise StoreError(f"cannot create run store {self._location}: {exc}") from exc
         try:

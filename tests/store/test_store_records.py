@@ -34,6 +34,7 @@ def test_statuses():
         "skipped",
         "in_doubt",
         "cancelled",
+        "waiting",
     )
 
 
