@@ -8,7 +8,12 @@
 - With `--run-tool`, a tool `run_<tree name>` that runs the whole tree with the given state
   values. Its run events (node status changes, tool calls) go to the client as progress
   notifications, its trace to `--traces`, and with `--store` the run is durable (a call that
-  needs an approval pauses it instead of waiting for a person who is not there). The runs use a
+  needs an approval pauses it instead of waiting for a person who is not there). The questions
+  of its `ask` steps go to the client as `elicitation/create` (form mode) when the client
+  declared elicitation and the request can carry a server's request (not on the 2026-07-28
+  protocol); the client's answer goes back to the run (`jianmu_bt.mcp.server_questions`).
+  Otherwise nobody attends them: a durable run pauses, another takes the step's default or
+  fails. The runs use a
   second copy of the tree, loaded on the first call: each run is under the tree's guard with
   counters of its own (as `jianmu run`). The run tool itself is a served call like the others,
   checked and counted by the served guard as a call without effects (`rate_limits:
@@ -30,6 +35,7 @@ import anyio
 from jianmu_bt.cli.errors import CLIError
 from jianmu_bt.mcp.server import ServerPart
 from jianmu_bt.mcp.server_prompts import PromptArgument, PromptSpec
+from jianmu_bt.mcp.server_questions import client_asker, while_asking
 from jianmu_bt.runtime.context import new_run_id
 from jianmu_bt.runtime.events import Event, TraceWriter
 from jianmu_bt.tools.base import Tool
@@ -160,9 +166,11 @@ class TreeRunTool(Tool):
         self._lock = anyio.Lock()
 
     async def run(self, input: Any) -> dict[str, Any]:
-        """Run the tree once (one run at a time); events become progress reports."""
+        """Run the tree once (one run at a time); events become progress reports, and the
+        tree's questions go to the client when it can be asked (elicitation)."""
         from jianmu_bt.cli.loading import load_tree_file
 
+        ask = client_asker()  # the client of this request (the run's tasks see it too)
         async with self._lock:
             if self._runs is None:
                 self._runs = load_tree_file(self._path)
@@ -188,8 +196,12 @@ class TreeRunTool(Tool):
             if trace is not None:
                 stops.append(tree.events.subscribe(trace))
             try:
-                result = await tree.arun(
-                    dict(input or {}), run_id=run_id, store=self._store, hold="pause"
+                result = await while_asking(
+                    tree,
+                    ask,
+                    lambda: tree.arun(
+                        dict(input or {}), run_id=run_id, store=self._store, hold="pause"
+                    ),
                 )
             finally:
                 for stop in stops:

@@ -4,7 +4,8 @@ Each tool is listed with its function-calling schema (`tool.to_schema()["paramet
 description, annotations derived from `read_only`, `effect_tags` and `idempotent` (all four
 hints, see `jianmu_bt.mcp.annotations`) and, for a declared return type, an `outputSchema` (see
 `jianmu_bt.mcp.server_results`). A call goes through an optional guard, then `ToolSet.call`
-under a progress sink (`server_progress`: the tool's `report_progress` reaches the client); a
+under a progress sink (`server_progress`: the tool's `report_progress` reaches the client) and
+with a way to ask the client's user (`server_questions`: a served tree's questions); a
 refused call or a failed ToolResult is an MCP result with `isError` set, never a crash. An
 unknown tool name is a JSON-RPC "invalid params" error, as the MCP specification asks. A guard
 that is a `ServedCallGuard` (for example `EnforcerGuard` over a tree's GuardEnforcer) is also
@@ -36,6 +37,7 @@ from jianmu_bt.mcp.results import error_call_result
 from jianmu_bt.mcp.serve_options import DEFAULT_HOST, DEFAULT_NAME, DEFAULT_PATH, DEFAULT_PORT
 from jianmu_bt.mcp.server_http import legacy_sse_routes, refuse_legacy_get
 from jianmu_bt.mcp.server_progress import forward_progress
+from jianmu_bt.mcp.server_questions import asking_client, session_asker
 from jianmu_bt.mcp.server_results import served_call_result
 from jianmu_bt.mcp.server_tools import ServedTools, as_served, describe_tool
 from jianmu_bt.tools.base import Tool
@@ -103,9 +105,10 @@ def build_mcp_server(
         return served.listing.model_copy(deep=True)
 
     async def run_call(ctx: Any, tools: ToolSet, call: ToolCall) -> ToolResult:
-        """The call, under a progress sink (the SDK sends reports only when the client asked)."""
+        """The call, under a progress sink (the SDK sends reports only when the client asked)
+        and with the way to ask the client's user (`server_questions`: a served tree's run)."""
         async with forward_progress(ctx.session.report_progress) as sink:
-            with progress_sink(sink):
+            with progress_sink(sink), asking_client(session_asker(ctx)):
                 return await tools.call(call, timeout=timeout)
 
     async def call_tool(ctx: Any, params: Any) -> Any:
