@@ -8,6 +8,7 @@ import tempfile
 from collections.abc import Iterator
 
 import pytest
+from checkout_guard import CheckoutGuard
 from postgres_server import PostgresUnavailable, skip_or_fail, start_postgres
 
 
@@ -35,7 +36,10 @@ def postgres_server() -> Iterator[str]:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Runs made without a named store (`jianmu run` in the checkout, say) go to a store in a
-    temporary folder of this test process, never to `.jianmu/` of the working folder."""
+    temporary folder of this test process, never to `.jianmu/` of the working folder; the session
+    fails if the checkout's `.jianmu/` was created or changed all the same (checkout_guard.py)."""
     folder = tempfile.mkdtemp(prefix="jianmu-tests-")
     os.environ["JIANMU_STORE"] = os.path.join(folder, "runs.db")
     config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+    if not hasattr(config, "workerinput"):  # the controller (or a run without xdist) checks
+        config.pluginmanager.register(CheckoutGuard(config.rootpath / ".jianmu"), "checkout-guard")
