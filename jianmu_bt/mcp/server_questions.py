@@ -108,7 +108,7 @@ async def while_asking(tree: Any, ask: AskClient | None, work: Callable[[], Awai
                 loop.call_soon(lambda: group.start_soon(_forward, tree, ask, question))
 
         try:
-            with tree.attend_questions(on_question):
+            with tree.attend_questions(on_question, in_process=True):
                 outcome = await work()
         except Exception as exc:  # raised below, unwrapped by the task group
             error = exc

@@ -124,7 +124,8 @@ async def _answer(
     if expired(document):
         return timed_out_result(QUESTION_TOOL, document, what)
     store = questions_of(context)
-    if journal is not None and (journal.hold == "pause" or not store.attended):
+    pausing = journal is not None and journal.hold == "pause" and not store.attended_in_process
+    if journal is not None and (pausing or not store.attended):
         context.events.emit(
             "input.waiting", node=asker, question_id=call.id, message=call.arguments["question"]
         )

@@ -114,6 +114,7 @@ class QuestionStore:
         self._questions: dict[str, Question] = {}
         self._wakers: dict[str, Callable[[], None]] = {}
         self._attending = 0
+        self._in_process = 0
         #: How many times open questions were withdrawn: an asker still waiting for its turn
         #: when this changes is withdrawn too.
         self.withdrawals = 0
@@ -123,17 +124,27 @@ class QuestionStore:
         """Whether a desk answers the questions now (see `attend`)."""
         return self._attending > 0
 
+    @property
+    def attended_in_process(self) -> bool:
+        """Whether a desk answers the tree's own questions in this process even in a run that
+        pauses for its held calls (see `attend`)."""
+        return self._in_process > 0
+
     @contextmanager
-    def attend(self) -> Iterator[QuestionStore]:
+    def attend(self, *, in_process: bool = False) -> Iterator[QuestionStore]:
         """Register a desk that answers questions for as long as the block lasts (desks add up);
-        without one, askers decline at once."""
+        without one, askers decline at once. `in_process`: the desk answers the tree's `ask`
+        steps here even when the run pauses on held calls (`hold="pause"`), as a served run's
+        client does."""
         with self._lock:
             self._attending += 1
+            self._in_process += in_process
         try:
             yield self
         finally:
             with self._lock:
                 self._attending -= 1
+                self._in_process -= in_process
 
     def withdraw_pending(self, reason: str, by: str = "run") -> list[Question]:
         """Close every open question as `cancel` with `reason` (the run ended or halted); their

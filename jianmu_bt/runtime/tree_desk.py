@@ -156,12 +156,14 @@ class TreeDesk:
 
     @contextmanager
     def attend_questions(
-        self, on_question: Callable[[Question], None] | None = None
+        self, on_question: Callable[[Question], None] | None = None, *, in_process: bool = False
     ) -> Iterator[None]:
         """Attend the tree's questions for the duration of the block: servers' questions are
-        asked (and wait up to their `timeout` for `answer`) instead of being declined at once.
-        `on_question(question)`, when given, is called with each new question, in the run's
-        event loop: answer there, or hand it to another thread."""
+        asked (and wait up to their `timeout` for `answer`) instead of being declined at once,
+        and the tree's `ask` steps wait here for their answers. `on_question(question)`, when
+        given, is called with each new question, in the run's event loop: answer there, or
+        hand it to another thread. `in_process`: `ask` steps are answered here even in a
+        durable run that pauses on held calls (`hold="pause"`)."""
         store = questions_of(self.runner.context)
         unsubscribe: Callable[[], None] | None = None
         if on_question is not None:
@@ -173,7 +175,7 @@ class TreeDesk:
 
             unsubscribe = self.runner.events.subscribe(announced)
         try:
-            with store.attend():
+            with store.attend(in_process=in_process):
                 yield
         finally:
             if unsubscribe is not None:

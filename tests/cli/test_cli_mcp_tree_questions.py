@@ -15,6 +15,8 @@ import pytest
 from cli_helpers import REPO
 from mcp import Client, StdioServerParameters
 
+from jianmu_bt.store import open_store
+
 pytestmark = pytest.mark.anyio
 
 TREE = """
@@ -117,6 +119,22 @@ async def test_a_durable_run_nobody_can_be_asked_for_pauses(tmp_path: Path) -> N
     outcome = await run_picker(params, mode="legacy")
     assert outcome["status"] == "paused", outcome
     assert "waits for an answer" in outcome["reason"]
+
+
+async def test_a_durable_run_asks_a_client_that_can_answer_and_journals_the_answer(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "runs.db"
+    person = Person("accept", {"answer": "fast"})
+    outcome = await run_picker(
+        served(tmp_path, "--store", str(db)), mode="legacy", elicitation_callback=person
+    )
+    assert outcome["status"] == "succeeded", outcome
+    assert outcome["state"]["plan"] == "fast" and len(person.asked) == 1
+    with open_store(db, create=False) as store:
+        log = store.journal_log(outcome["run_id"])
+    rows = [(e.status, (e.result or {}).get("by")) for e in log]
+    assert rows == [("waiting", None), ("done", "mcp client")]
 
 
 class Silent:
