@@ -3,8 +3,8 @@
 A `behaviour` node is built as `Class(name=..., **args)`. Binding those arguments to the
 constructor's signature finds, before anything is built, an argument the class does not take
 (`unknown-argument`, with the closest name) and a required one left out (`missing-argument`),
-each located in the file. A class whose import fails is the analysis' finding; a constructor
-without a readable signature is not checked.
+each located in the file. A class whose import fails (its module is searched next to the tree
+file first) is reported at `class:`; a constructor without a readable signature is not checked.
 """
 
 from __future__ import annotations
@@ -23,10 +23,14 @@ from jianmu_bt.tools.references import did_you_mean
 def check_behaviour_args(record: NodeRecord, config: BehaviourConfig) -> list[Diagnostic]:
     """The argument problems of one `behaviour` node."""
     try:
-        cls = load_behaviour_class(config.class_)
+        cls = load_behaviour_class(config.class_, [record.unit.base_dir])
+    except NodeProblem as exc:  # located at `class:`, before anything is built
+        line, col = record.at(exc.path)
+        return [Diagnostic(record.unit.file, line, col, "error", exc.message, exc.code)]
+    try:
         params = inspect.signature(cls).parameters
-    except (NodeProblem, TypeError, ValueError):
-        return []  # reported by the analysis, or a signature Python cannot read
+    except (TypeError, ValueError):
+        return []  # a signature Python cannot read
     if any(p.kind is p.VAR_KEYWORD for p in params.values()):
         known = None
     else:  # `name` is the node's own `name:`, never one of `args`

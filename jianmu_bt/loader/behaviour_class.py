@@ -4,6 +4,8 @@ its `args` share (kinds_flow.py builds it, behaviour_args.py checks its construc
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jianmu_bt.loader.node_facts import NodeProblem
@@ -13,12 +15,14 @@ if TYPE_CHECKING:
     from py_trees.behaviour import Behaviour
 
 
-def load_behaviour_class(spec: str) -> type[Behaviour]:
-    """The py_trees Behaviour class at 'module:Class' (NodeProblem when it is not one)."""
+def load_behaviour_class(spec: str, search_paths: Iterable[Path] = ()) -> type[Behaviour]:
+    """The py_trees Behaviour class at 'module:Class', its module searched in `search_paths`
+    first (the tree file's folder, as for tools), then on `sys.path` (NodeProblem when it is
+    not one)."""
     from py_trees.behaviour import Behaviour  # only trees with `behaviour` nodes need py_trees
 
     try:
-        value = resolve_reference(spec)
+        value = resolve_reference(spec, search_paths)
     except ReferenceProblem as exc:
         raise NodeProblem(str(exc), ("class",), code="import-error") from None
     if not (inspect.isclass(value) and issubclass(value, Behaviour)):

@@ -294,7 +294,7 @@ register_kind(
 
 def _behaviour(record: NodeRecord, children: Children, ctx: BuildContext) -> Behaviour:
     config = record.config_as(BehaviourConfig)
-    cls = load_behaviour_class(config.class_)
+    cls = load_behaviour_class(config.class_, [record.unit.base_dir])
     try:
         return cls(name=record.name, **config.args)
     except Exception as exc:
@@ -305,18 +305,12 @@ def _behaviour(record: NodeRecord, children: Children, ctx: BuildContext) -> Beh
         ) from None
 
 
-def _behaviour_io(config: BehaviourConfig) -> NodeIO:
-    load_behaviour_class(config.class_)  # report a bad import path before anything is built
-    return NodeIO()
-
-
 register_kind(
     NodeKind(
         "behaviour",
         BehaviourConfig,
         "behaviour",
-        _behaviour,
-        io=_behaviour_io,
+        _behaviour,  # its class is imported and checked with its `args` (behaviour_args)
         default_name=lambda c: c.class_.rsplit(":", 1)[-1].rsplit(".", 1)[-1],
     )
 )
