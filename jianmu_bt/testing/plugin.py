@@ -8,9 +8,12 @@ def test_offline(jianmu_run):
     run.trace.assert_order("Fetch", "Summarise")
 ```
 - `jianmu_tree(source, overlay=None, **load_options)`: the loaded Tree, overlay applied.
-- `jianmu_run(source, overlay=None, *, inputs=None, timeout=30, **load_options)`: a `TreeRun`
-  (result, trace, final state); a replay that diverged fails the test with the calls it made
-  that the recording did not have.
+- `jianmu_run(source, overlay=None, *, inputs=None, timeout=30, decisions=None,
+  **load_options)`: a `TreeRun` (result, trace, final state, calls still held); a replay that
+  diverged fails the test with the calls it made that the recording did not have. `decisions`
+  decide the calls the guard holds (`{"send_email": "approve", "call_7": "deny"}`: by call id or
+  tool name; "approve", "deny", "hold", or (action, note)); a held call with no decision fails
+  the test at once, naming the call.
 
 Every tree a fixture opened is closed after the test. Importing this module loads nothing of
 jianmu_bt: the fixtures import it when a test uses them.
@@ -43,9 +46,14 @@ def jianmu_tree() -> Iterator[Callable[..., Any]]:
 
 @pytest.fixture
 def jianmu_run(jianmu_tree: Callable[..., Any]) -> Callable[..., Any]:
-    """A factory: `jianmu_run(source, overlay=None, *, inputs=None, timeout=30, **options)`
-    -> TreeRun; a diverged replay fails the test."""
-    from jianmu_bt.testing.running import DEFAULT_TIMEOUT, ReplayDivergedError, run_tree
+    """A factory: `jianmu_run(source, overlay=None, *, inputs=None, timeout=30, decisions=None,
+    **options)` -> TreeRun; a diverged replay, or a held call with no decision, fails the test."""
+    from jianmu_bt.testing.running import (
+        DEFAULT_TIMEOUT,
+        CallWaitsError,
+        ReplayDivergedError,
+        run_tree,
+    )
 
     def factory(
         source: Any,
@@ -53,12 +61,13 @@ def jianmu_run(jianmu_tree: Callable[..., Any]) -> Callable[..., Any]:
         *,
         inputs: Any = None,
         timeout: float | None = DEFAULT_TIMEOUT,
+        decisions: Any = None,
         **load_options: Any,
     ) -> Any:
         tree = jianmu_tree(source, overlay, **load_options)
         try:
-            return run_tree(tree, inputs, timeout=timeout)
-        except ReplayDivergedError as exc:
+            return run_tree(tree, inputs, timeout=timeout, decisions=decisions)
+        except (ReplayDivergedError, CallWaitsError) as exc:
             pytest.fail(str(exc), pytrace=False)
 
     return factory

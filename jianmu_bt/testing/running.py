@@ -12,19 +12,27 @@ tree.close()
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
+from jianmu_bt.runtime.results import RunResult
+from jianmu_bt.testing.decisions import (
+    CallWaitsError,
+    DecisionLike,
+    HeldCallDesk,
+    RunHeld,
+    parse_decisions,
+)
 from jianmu_bt.testing.overlay import Overlay
 from jianmu_bt.testing.overlay_file import load_overlay, overlay_from_data
 from jianmu_bt.testing.trace import Call, Trace
 from jianmu_bt.viz.trace_status import TREE_NODES_EVENT, tree_nodes_data
 
 if TYPE_CHECKING:
+    from jianmu_bt.guard.approval_records import ApprovalRecord
     from jianmu_bt.loader.tree import Tree
-    from jianmu_bt.runtime import RunResult
 
 DEFAULT_TIMEOUT = 30.0
 """Seconds a test run may take before it is stopped (a failure)."""
@@ -73,15 +81,18 @@ def open_tree(source: str | Path, overlay: OverlayLike = None, **load_options: A
 
 @dataclass
 class TreeRun:
-    """A finished run: its result, its trace and the overlay it ran with."""
+    """A finished run: its result, its trace, the overlay it ran with and the calls its guard
+    still holds (a `hold` decision: the run stopped there, its result paused)."""
 
     result: RunResult
     trace: Trace
     overlay: Overlay | None = None
+    held: list[ApprovalRecord] = field(default_factory=list)
 
     @property
     def status(self) -> str:
-        """The root's final status: "SUCCESS" or "FAILURE"."""
+        """The root's final status: "SUCCESS" or "FAILURE" ("RUNNING" when stopped at a held
+        call)."""
         return str(self.result.status.value)
 
     @property
@@ -115,28 +126,55 @@ def run_tree(
     timeout: float | None = DEFAULT_TIMEOUT,
     overlay: Overlay | None = None,
     strict: bool = True,
+    decisions: Mapping[str, DecisionLike] | None = None,
 ) -> TreeRun:
     """Run `tree` once with its events traced. With `strict` (the default), a replay that
-    diverged raises ReplayDivergedError naming each call the recording did not have."""
+    diverged raises ReplayDivergedError naming each call the recording did not have.
+
+    `decisions` decide the calls the guard holds, by call id or tool name: "approve", "deny",
+    "hold", or (action, note) (`jianmu_bt.testing.decisions`). A held call with no decision
+    raises CallWaitsError at once, naming the call."""
     overlay = overlay or _overlays.get(tree)
+    desk = HeldCallDesk(tree, parse_decisions(decisions))
     trace = Trace()
     unsubscribe = tree.events.subscribe(trace)
+    stop_deciding = desk.watch()
     # The node layout first, as `jianmu run --trace` writes it (`Trace.nodes_ran` orders by it).
     tree.events.emit(TREE_NODES_EVENT, nodes=tree_nodes_data(tree.root))
     try:
         result = tree.run(inputs, timeout=timeout)
+    except RunHeld as held:
+        result = _held_result(tree, str(held), desk.stopped_at or {})
     finally:
+        stop_deciding()
         unsubscribe()
     diverged = overlay.applied(tree).divergences if overlay is not None else []
     if strict and diverged:
         raise ReplayDivergedError(
             "the run made calls its recording did not have:\n  " + "\n  ".join(diverged)
         )
-    return TreeRun(result, trace, overlay)
+    return TreeRun(result, trace, overlay, held=list(tree.pending_approvals()))
+
+
+def _held_result(tree: Tree, reason: str, statuses: dict[str, Any]) -> RunResult:
+    """The result of a run stopped at a call the test held: paused, as a durable run would."""
+    from py_trees.common import Status
+
+    runner = tree.runner
+    return RunResult(
+        status=Status.RUNNING,
+        state=tree.state.get(),
+        ticks=runner.tick_count,
+        reason=reason,
+        run_id=runner.context.run_id,
+        node_statuses=statuses,
+        paused=True,
+    )
 
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "CallWaitsError",
     "ReplayDivergedError",
     "TreeRun",
     "as_overlay",

@@ -79,6 +79,7 @@ def test_a_fresh_pytest_finds_the_fixtures_through_the_entry_point(tmp_path: Pat
             "--rootdir",
             str(tmp_path),
             str(EXAMPLES / "test_research.py"),
+            str(EXAMPLES / "test_held_calls.py"),
             str(diverging),
         ],
         cwd=tmp_path,
@@ -89,7 +90,7 @@ def test_a_fresh_pytest_finds_the_fixtures_through_the_entry_point(tmp_path: Pat
         check=False,
     )
     out = done.stdout
-    assert "1 failed, 2 passed" in out, out + done.stderr
+    assert "1 failed, 5 passed" in out, out + done.stderr
     assert "the run made calls its recording did not have:" in out
     assert (
         "replay diverged: call 1 of 'http_request' with arguments "
