@@ -27,7 +27,7 @@ from jianmu_bt.loader.positions import Path
 from jianmu_bt.loader.records import NodeRecord
 from jianmu_bt.loader.registry import get_kind
 from jianmu_bt.loader.state_model import FieldFacts, StateInfo
-from jianmu_bt.runtime.reducers import REPLACE
+from jianmu_bt.runtime.reducers import APPEND, REPLACE
 from jianmu_bt.runtime.state_schema import StateValidationError, compile_schema
 from jianmu_bt.tools.base import DEFAULT_OUTPUT_SCHEMA
 
@@ -129,6 +129,13 @@ def _write_types(
     records: list[NodeRecord], state: StateInfo, catalog: ToolCatalog
 ) -> list[Diagnostic]:
     plan = compile_schema(state.model)
+
+    def appended(target: str) -> bool:
+        """A value written to an `append` field is added to its list as one item (a list
+        extends it): any value fits."""
+        field = plan.fields.get(target)
+        return field is not None and field.reducer == APPEND
+
     found = []
     for record in records:
         io = record.io
@@ -152,7 +159,7 @@ def _write_types(
             found += _type_findings(record, verdict, message, path)
         for target, path in io.text_writes:
             dst = state.fields.get(target)
-            if dst is None:
+            if dst is None or appended(target):
                 continue
             verdict = _compat({"string"}, dst)
             message = f"writes text to '{target}', a {dst.type} field"
@@ -160,7 +167,7 @@ def _write_types(
         for target, schema, path in io.schema_writes:
             dst = state.fields.get(target)
             types = _json_types(schema)
-            if dst is None or not types:
+            if dst is None or not types or appended(target):
                 continue
             message = (
                 f"its output_schema describes {'/'.join(sorted(types))} values, but '{target}' "
@@ -173,7 +180,7 @@ def _write_types(
         if io.output_tool and output:
             tool = catalog.get(io.output_tool)
             dst = state.fields.get(record.keys(output))
-            if tool is None or dst is None:
+            if tool is None or dst is None or appended(record.keys(output)):
                 continue
             types = _json_types(tool.output_schema)
             message = (

@@ -211,3 +211,23 @@ root:
 
 def test_a_tree_with_llm_nodes_but_no_llm_gets_a_warning():
     assert codes("root: {agent: {goal: hi}}") == [("no-llm", "warning", 1)]
+
+
+def test_text_and_tool_outputs_into_an_append_field_are_items_not_type_mismatches():
+    text = """
+state:
+  order: {type: string, default: "A-1"}
+  log: {type: list, default: [], reducer: append}
+  plain: {type: list, default: []}
+tools: [calculator]
+root:
+  sequence:
+    children:
+      - set: {values: {log: "triaged {order}"}}
+      - tool: {tool: calculator, arguments: {expression: "1+1"}, output: log}
+"""
+    wrong = text + '      - set: {values: {plain: "triaged {order}"}}\n'
+    assert [(p.line, p.code) for p in validate_source(wrong)] == [(12, "type-mismatch")]
+    assert validate_source(text) == []
+    with load_tree(text) as tree:
+        assert tree.run().state["log"] == ["triaged A-1", "2"]
