@@ -39,6 +39,8 @@ def _builtin_entries() -> list[dict[str, Any]]:
                 spec = BuiltinToolProvider.build(name).spec()
             except ToolUnavailableError as exc:
                 reason = str(exc)
+            except Exception as exc:  # another package's tool: listed as broken, not fatal
+                reason = f"built-in tool '{name}' is not available: {type(exc).__name__}: {exc}"
         entries.append(
             {
                 "name": name,

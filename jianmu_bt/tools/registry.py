@@ -18,7 +18,7 @@ from jianmu_bt.tools.references import ReferenceProblem, resolve_reference
 
 logger = logging.getLogger(__name__)
 
-ToolSource = type[Tool] | Callable[..., Tool] | str
+ToolSource = type[Tool] | Callable[..., Tool] | Tool | str
 
 # The built-in tools are registered as package entry points (group "jianmu.tools" in
 # pyproject.toml: name = "module:attr"), read once, on first use. The tools layer so never names
@@ -159,8 +159,9 @@ class BuiltinToolProvider(BaseToolProvider):
         return result
 
     @classmethod
-    def _load(cls, name: str) -> Callable[..., Tool]:
-        """The class or factory registered as `name`, imported on first use."""
+    def _load(cls, name: str) -> Callable[..., Tool] | Tool:
+        """The class, factory or tool (a `@tool` function is one) registered as `name`,
+        imported on first use."""
         source = cls._builtins[name]
         if not isinstance(source, str):
             return source
@@ -168,6 +169,8 @@ class BuiltinToolProvider(BaseToolProvider):
             found = resolve_reference(source)
         except ReferenceProblem as exc:
             raise ToolUnavailableError(f"built-in tool '{name}' is not available: {exc}") from exc
+        if isinstance(found, Tool):
+            return found
         if not callable(found):
             raise ToolUnavailableError(
                 f"built-in tool '{name}' is not available: '{source}' is a "
@@ -190,6 +193,8 @@ class BuiltinToolProvider(BaseToolProvider):
         if key not in cls._builtins:
             raise UnknownToolError([name], [*cls._builtins, *cls._aliases])
         factory = cls._load(key)
+        if isinstance(factory, Tool):  # a tool itself (a `@tool` function): no options to take
+            return factory
         kwargs = _accepted_kwargs(factory, options or {})
         # Built without its optional package, the tool could only fail each call: it is
         # unavailable, with the reason, unless an option it names in `replaces_requirement`
@@ -201,6 +206,11 @@ class BuiltinToolProvider(BaseToolProvider):
         try:
             instance = factory(**kwargs)
         except Exception as exc:
+            if not kwargs:  # it cannot be built here at all (a plugin's factory, say)
+                raise ToolUnavailableError(
+                    f"built-in tool '{key}' is not available: building it raised "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
             raise ToolConfigurationError(
                 f"built-in tool '{key}' refused its options: {exc}"
             ) from exc
