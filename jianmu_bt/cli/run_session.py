@@ -85,7 +85,8 @@ def run_and_report(
         stack.callback(tree.events.subscribe(activity))
         if mode != "later":
             stack.callback(tree.events.subscribe(ApprovalDesk(tree, mode)))
-        else:  # a server's question cannot wait for a later process: declined at once
+        elif not getattr(args, "view", False):  # (with --view, questions wait for the page)
+            # A server's question cannot wait for a later process: declined at once.
             # Imported here: cli.questions loads the runtime layer, which the parser must not.
             from jianmu_bt.cli.questions import QuestionDesk
 
