@@ -4,17 +4,20 @@ and the decisions.
 | route | what |
 |---|---|
 | `GET /` | the page (`static/index.html`) |
-| `GET /static/NAME` | draw.js, actions.js, viewer.js, viewer.css; no other file is served |
+| `GET /static/NAME` | draw.js, actions.js, desk.js, viewer.js, viewer.css; no other file served |
 | `GET /api/tree` | the tree's nodes, its SVG (when Graphviz drew it), the mode and the problems |
 | `GET /api/events` | Server-Sent Events, ids from 1; `Last-Event-ID` (or `?after=N`) resumes |
 | `GET /api/pending` | the calls waiting for a reviewer: tool, arguments, reason, policy |
-| `POST /api/decide` | `{"call_id", "decision": "approve"|"deny", "reason", "arguments"?}` |
+| `POST /api/decide` | `{"call_id", "decision", "reason", "arguments"?, "reply"?}` (see below) |
+| `/api/waiting`, `/api/answer`, `/api/result` | questions and external results (`desk_http`) |
 | `POST /api/fork` | `{"seq"}`: a new run from that checkpoint of a durable run |
 
-An approval with `"arguments"` (a JSON object, or the text of one as the page's editor sends it)
-runs the held call with those instead: text that is not a JSON object is refused with 400, an
-edit the tree refuses (not the tool's schema, refused by a guard policy) with 422; either way with
-`{"error": why}`, and the call stays held.
+`"decision"` is `"approve"`, `"deny"` or `"respond"`. An approval with `"arguments"` (a JSON
+object, or the text of one as the page's editor sends it) runs the held call with those instead:
+text that is not a JSON object is refused with 400, an edit the tree refuses (not the tool's
+schema, refused by a guard policy) with 422; either way with `{"error": why}`, and the call
+stays held. `"respond"` answers the held call in its place with the text `"reply"` (it does not
+run; the agent reads the reply as its result).
 
 Every request passes `HostOriginGuard` first (foreign Host or Origin: 403). Every `/api/` route
 needs the token printed at start-up (403 without it): in the `X-Jianmu-Token` header, or for the
@@ -35,6 +38,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from jianmu_bt.viewer.desk_http import desk_routes
 from jianmu_bt.viewer.forking import ForkError
 from jianmu_bt.viewer.guard_http import TOKEN_HEADER, Access, HostOriginGuard
 from jianmu_bt.viewer.sources import DecisionError, Source
@@ -46,6 +50,7 @@ ASSETS = {
     "index.html": "text/html; charset=utf-8",
     "draw.js": "text/javascript; charset=utf-8",
     "actions.js": "text/javascript; charset=utf-8",
+    "desk.js": "text/javascript; charset=utf-8",
     "viewer.js": "text/javascript; charset=utf-8",
     "viewer.css": "text/css; charset=utf-8",
 }
@@ -178,17 +183,29 @@ def create_app(source: Source, access: Access) -> Any:
         reason = body.get("reason") or ""
         if not isinstance(call_id, str) or not call_id:
             return JSONResponse({"error": "'call_id' must be a non-empty string"}, status_code=400)
-        if decision not in ("approve", "deny") or not isinstance(reason, str):
+        if decision not in ("approve", "deny", "respond") or not isinstance(reason, str):
             return JSONResponse(
-                {"error": "'decision' must be 'approve' or 'deny' ('reason' a string)"},
+                {"error": "'decision' must be 'approve', 'deny' or 'respond' ('reason' a string)"},
                 status_code=400,
             )
+        if decision == "respond":
+            return await respond(call_id, body.get("reply"))
         try:
             arguments = edited_arguments(body, decision)
             # In a worker thread: the decision is applied on the run's own loop, waited for here.
             done = await anyio.to_thread.run_sync(
                 source.decide, call_id, decision == "approve", reason, arguments
             )
+        except DecisionError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=exc.status)
+        return JSONResponse(done)
+
+    async def respond(call_id: str, reply: Any) -> Response:
+        """Answer a held call in its place with `reply`, the text the agent reads."""
+        if not isinstance(reply, str) or not reply.strip():
+            return JSONResponse({"error": "'reply' must be a non-empty text"}, status_code=400)
+        try:
+            done = await anyio.to_thread.run_sync(source.respond, call_id, reply)
         except DecisionError as exc:
             return JSONResponse({"error": str(exc)}, status_code=exc.status)
         return JSONResponse(done)
@@ -219,6 +236,7 @@ def create_app(source: Source, access: Access) -> Any:
             Route("/api/pending", pending),
             Route("/api/decide", decide, methods=["POST"]),
             Route("/api/fork", fork, methods=["POST"]),
+            *desk_routes(source, refused, action_body),
         ]
     )
     return HostOriginGuard(app, access)

@@ -1,7 +1,8 @@
 """What a viewer shows: a source gives the tree's view, the events, and takes decisions.
 
 - `live_source(tree)`: a run in this process; its events (and state writes) stream as they come;
-  held calls can be approved or denied (with the token), exactly as at the terminal.
+  held calls can be approved, denied or responded to (with the token), exactly as at the
+  terminal; its questions and external calls wait for the page (`desk`).
 - `trace_source(path, tree=None)`: a trace file replayed; faults become `problems` on the page.
 - `history_source(store, run_id, tree=None)`: a durable run's journal and checkpoints replayed.
 - `static_source(tree)`: just the tree (`jianmu view FILE`).
@@ -93,20 +94,41 @@ class Source:
         """Approve or deny a held call of the live run, as the terminal's reviewer would; an
         approval with `arguments` runs the call with those instead (DecisionError 422 when the
         tree refuses the edit: the call stays held)."""
+        with self._lock:
+            self._check_held(call_id)
+            return self._on_run_loop(lambda: self._apply(call_id, approve, reason, arguments))
+
+    def respond(self, call_id: str, reply: str) -> dict[str, Any]:
+        """Answer a held call of the live run in its place ("respond instead"): it does not run,
+        and the agent reads `reply` as its result."""
+        with self._lock:
+            self._check_held(call_id)
+            return self._on_run_loop(lambda: self._respond(call_id, reply))
+
+    def _check_held(self, call_id: str) -> None:
+        """DecisionError (409) unless `call_id` is held by the live run, which goes on."""
         if self.mode != "live" or self.tree is None:
             raise DecisionError(409, "this view is a replay: there is no run to decide for")
-        with self._lock:
-            if self.ended is not None:
-                status, run_id = self.ended
-                later = (
-                    f": continue with `jianmu resume {run_id} --approve {call_id}` (or --deny)"
-                    if status == "paused"
-                    else ""
-                )
-                raise DecisionError(409, f"the run has ended ({status}){later}")
-            if call_id not in {r.call_id for r in self.tree.pending_approvals()}:
-                raise DecisionError(409, f"no call '{call_id}' waits for a decision")
-            return self._on_run_loop(lambda: self._apply(call_id, approve, reason, arguments))
+        if self.ended is not None:
+            status, run_id = self.ended
+            later = (
+                f": continue with `jianmu resume {run_id} --approve {call_id}` (or --deny)"
+                if status == "paused"
+                else ""
+            )
+            raise DecisionError(409, f"the run has ended ({status}){later}")
+        if call_id not in {r.call_id for r in self.tree.pending_approvals()}:
+            raise DecisionError(409, f"no call '{call_id}' waits for a decision")
+
+    def _respond(self, call_id: str, reply: str) -> dict[str, Any]:
+        try:
+            self.tree.respond(call_id, reply, by=DECIDED_BY)
+        except (KeyError, ValueError) as exc:
+            raise DecisionError(409, str(exc)) from None
+        self.tree.events.emit(
+            DECISION_EVENT, call_id=call_id, decision="responded", by=DECIDED_BY, reason=reply
+        )
+        return {"call_id": call_id, "decision": "responded"}
 
     def _apply(
         self, call_id: str, approve: bool, reason: str, arguments: dict[str, Any] | None
@@ -175,8 +197,12 @@ def _view(tree: Any, use_graphviz: bool) -> TreeView:
     return view_of_tree(tree.root, title=tree.name, path=path, use_graphviz=use_graphviz)
 
 
-def live_source(tree: Any, *, use_graphviz: bool = True) -> Source:
-    """A source following `tree`'s run: subscribe before the run starts."""
+def live_source(tree: Any, *, use_graphviz: bool = True, desk: bool = True) -> Source:
+    """A source following `tree`'s run: subscribe before the run starts. With `desk` (the
+    default) it attends the tree's questions and external results until it is closed, so
+    they wait for the page (`jianmu_bt.viewer.desk`)."""
+    from jianmu_bt.viewer.desk import attend, with_fields
+
     source = Source("live", _view(tree, use_graphviz), tree=tree)
 
     def forward(event: Any) -> None:
@@ -197,10 +223,14 @@ def live_source(tree: Any, *, use_graphviz: bool = True) -> Source:
                     data["arguments"] = record.arguments
                     data.setdefault("reason", record.reason)
                     data.setdefault("policy", record.policy)
+        elif event.type == "input.requested":
+            with_fields(data)  # the page builds the question's form from its fields
         source.hub.publish(data)
 
     source._closers.append(tree.events.subscribe(forward))
     source._closers.append(record_state_writes(tree))
+    if desk:
+        source._closers.append(attend(tree))
     return source
 
 
