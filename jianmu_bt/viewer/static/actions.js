@@ -13,6 +13,9 @@
 // JSON's own \uXXXX escapes, so they show and the text still parses); "Approve edited" sends the
 // text, and the call runs with those arguments. An edit the run refuses (not JSON, not the
 // tool's schema, refused by a guard policy) is said next to the call, which stays held.
+//
+// "Respond" opens a text box for a reply: "Send reply" answers the call in its place (it does
+// not run; the agent reads the reply as the tool's result).
 "use strict";
 
 window.JianmuActions = function (view, { withToken, showProblems }) {
@@ -91,7 +94,8 @@ window.JianmuActions = function (view, { withToken, showProblems }) {
       approve.addEventListener("click", () => decide(call.call_id, "approve", ""));
       deny.addEventListener("click", () => decide(call.call_id, "deny", reason.value));
       const [edit, editor] = editorFor(call);
-      item.append(describeCall(call, approve), why, approve, deny, edit, reason, editor);
+      const [respond, replier] = replierFor(call);
+      item.append(describeCall(call, approve), why, approve, deny, edit, respond, reason, editor, replier);
       list.appendChild(item);
     }
   }
@@ -117,18 +121,42 @@ window.JianmuActions = function (view, { withToken, showProblems }) {
     return [edit, editor];
   }
 
-  async function approveEdited(callId, text, error) {
-    // The server parses and checks the edit: its refusal is shown here, the call stays held.
+  function replierFor(call) {
+    // The "Respond" button and the box it opens: the reply, "Send reply", where a refusal goes.
+    const respond = document.createElement("button");
+    respond.textContent = "Respond"; respond.className = "respond";
+    const replier = document.createElement("div");
+    replier.className = "replier"; replier.hidden = true;
+    const text = document.createElement("textarea");
+    text.className = "reply"; text.rows = 3;
+    text.placeholder = "the reply the agent reads as the tool's result (the call does not run)";
+    const send = document.createElement("button");
+    send.textContent = "Send reply"; send.className = "send-reply";
+    const error = document.createElement("div");
+    error.className = "reply-error error";
+    respond.addEventListener("click", () => { replier.hidden = !replier.hidden; });
+    send.addEventListener("click", () => post(
+      { call_id: call.call_id, decision: "respond", reply: text.value }, error));
+    replier.append(text, send, error);
+    return [respond, replier];
+  }
+
+  function approveEdited(callId, text, error) {
+    return post({ call_id: callId, decision: "approve", arguments: text }, error);
+  }
+
+  async function post(body, error) {
+    // The server checks the decision: its refusal is shown here, the call stays held.
     error.textContent = "";
     try {
       const response = await fetch("/api/decide", {
         method: "POST",
         headers: withToken({ "content-type": "application/json" }),
-        body: JSON.stringify({ call_id: callId, decision: "approve", arguments: text }),
+        body: JSON.stringify(body),
       });
       if (response.ok) return;
-      const body = await response.json().catch(() => ({}));
-      error.textContent = `${response.status}: ${escapeHidden(String(body.error || response.statusText))}`;
+      const said = await response.json().catch(() => ({}));
+      error.textContent = `${response.status}: ${escapeHidden(String(said.error || response.statusText))}`;
     } catch (exc) {
       error.textContent = `the viewer's server does not answer: ${exc}`;
     }
@@ -217,5 +245,5 @@ window.JianmuActions = function (view, { withToken, showProblems }) {
     }
   }
 
-  return { renderHeld, renderFork, fork, refreshPending };
+  return { renderHeld, renderFork, fork, refreshPending, escapeHidden };
 };

@@ -35,6 +35,7 @@
   const token = () => $("token").value.trim();
   const withToken = (headers = {}) => ({ ...headers, "x-jianmu-token": token() });
   const actions = window.JianmuActions(view, { withToken, showProblems });  // actions.js
+  const desk = window.JianmuDesk(view, { withToken, escapeHidden: actions.escapeHidden });  // desk.js
 
   async function loadTree() {
     const response = await fetch("/api/tree", { headers: withToken() });
@@ -163,6 +164,7 @@
     renderTimeline();
     renderState();
     actions.renderHeld();
+    desk.render();
     actions.renderFork();
     if (view.selected !== null) renderPanel();
     $("run-status").textContent = view.runStatus;
