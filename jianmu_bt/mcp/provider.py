@@ -136,8 +136,9 @@ class MCPToolProvider(BaseToolProvider):
     `initialize` connects (spawning a stdio server) and lists the tools; `get_tools` returns them
     as MCPTools; `close` ends the connection and the server process. Pass an `MCPClient`, or the
     client's keyword options (`command`, `args`, `env`, `cwd`, `url`, `headers`, `timeout`,
-    `connect_timeout`). `server_name` names the server in messages and clash errors; `prefix`
-    renames each tool `prefix_name`; `include` keeps only the listed server tools.
+    `connect_timeout`). `server_name` (or `name`, as the YAML entry spells it) names the server
+    in messages and clash errors; `prefix` renames each tool `prefix_name`; `include` keeps only
+    the listed server tools.
 
     `resources=True` adds two read-only tools for the server's resources (see
     `jianmu_bt.mcp.resource_tools`): `<prefix>_list_resources` and `<prefix>_read_resource`
@@ -150,11 +151,15 @@ class MCPToolProvider(BaseToolProvider):
         client: MCPClient | None = None,
         *,
         server_name: str | None = None,
+        name: str | None = None,
         prefix: str | None = None,
         include: Sequence[str] | None = None,
         resources: bool = False,
         **client_options: Any,
     ) -> None:
+        if server_name is not None and name is not None and server_name != name:
+            raise TypeError(f"give server_name or name, not both: {server_name!r}, {name!r}")
+        server_name = server_name if server_name is not None else name
         if client is None:
             client = MCPClient(name=server_name, **client_options)
         elif client_options:
