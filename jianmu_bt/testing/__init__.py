@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         write_overlay as write_overlay,
     )
     from jianmu_bt.testing.running import (
+        CallWaitsError as CallWaitsError,
         ReplayDivergedError as ReplayDivergedError,
         TreeRun as TreeRun,
         open_tree as open_tree,
