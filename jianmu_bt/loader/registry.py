@@ -155,7 +155,9 @@ def models(uses: Iterable[Hashable] | None = None) -> Models:
         ):
             return cached
         if cached is None and uses is not None:
-            wanted = set(uses)
+            # `behaviour` too: a node the file model refuses becomes a placeholder of that kind
+            # (`repair`), which the next round of validation must take.
+            wanted = {*uses, "behaviour"}
             _models = _build_models({k: v for k, v in _kinds.items() if k in wanted})
         else:
             _models = _build_models(dict(_kinds))

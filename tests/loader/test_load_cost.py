@@ -294,6 +294,7 @@ def test_a_process_first_file_builds_the_models_of_its_own_kinds_and_later_files
         check=True,
     )
     first, other, typo = out.stdout.splitlines()
-    assert first == "0 ['sequence', 'set']", out.stdout + out.stderr
+    # and `behaviour`, the kind of the placeholder a refused node becomes
+    assert first == "0 ['behaviour', 'sequence', 'set']", out.stdout + out.stderr
     assert other == "0 True", out.stdout + out.stderr
     assert "unknown node kind 'invertr' (did you mean 'inverter'?)" in typo, typo

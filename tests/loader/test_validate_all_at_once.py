@@ -6,6 +6,8 @@ built makes only that tool unavailable (located where the tree uses it).
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,15 +20,25 @@ def codes(source: str | Path, **options: object) -> list[tuple[str, int]]:
     return [(d.code, d.line) for d in validate_source(source, **options)]
 
 
-def test_an_unknown_kind_in_one_branch_does_not_hide_a_bad_argument_in_another():
-    text = """\
+TEXT = """\
 root:
   sequence:
     children:
       - sequense: {children: [{condition: {check: "True"}}]}
       - tool: {tool: read_file, arguments: {path: a.txt, max_lines: lots}}
 """
-    assert codes(text) == [("unknown-kind", 4), ("argument-type", 5)]
+
+
+def test_an_unknown_kind_in_one_branch_does_not_hide_a_bad_argument_in_another_first_time():
+    # In a fresh process the models are built for the file's own kinds: its refused node's
+    # placeholder must still validate (it was taken for an unknown kind, hiding the rest).
+    script = f"from jianmu_bt.loader import validate_source\nprint(validate_source({TEXT!r}))"
+    shown = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert "argument-type" in shown.stdout, shown.stdout + shown.stderr
+
+
+def test_an_unknown_kind_in_one_branch_does_not_hide_a_bad_argument_in_another():
+    assert codes(TEXT) == [("unknown-kind", 4), ("argument-type", 5)]
 
 
 def test_a_misspelt_key_is_taken_for_the_key_it_is_close_to_and_checked():
