@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from jianmu_bt.runtime import EditRefusedError
+from jianmu_bt.viewer.desk_forms import attend, with_fields
 from jianmu_bt.viewer.history import run_history_events
 from jianmu_bt.viewer.hub import EventHub
 from jianmu_bt.viewer.tree_view import TreeView, view_of_trace_nodes, view_of_tree
@@ -201,8 +202,6 @@ def live_source(tree: Any, *, use_graphviz: bool = True, desk: bool = True) -> S
     """A source following `tree`'s run: subscribe before the run starts. With `desk` (the
     default) it attends the tree's questions and external results until it is closed, so
     they wait for the page (`jianmu_bt.viewer.desk`)."""
-    from jianmu_bt.viewer.desk import attend, with_fields
-
     source = Source("live", _view(tree, use_graphviz), tree=tree)
 
     def forward(event: Any) -> None:
