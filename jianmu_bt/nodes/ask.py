@@ -142,6 +142,7 @@ async def _answer(
         context.run_id,
         question_id=call.id,
         source="tree",
+        answer_field=ANSWER_FIELD if wrapped else None,
     )
     context.events.emit("input.requested", node=asker, **question.to_dict())
     deadline = document.get("deadline")

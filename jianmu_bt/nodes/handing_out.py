@@ -87,6 +87,7 @@ async def hand_out(
     waiting = waiting_call(
         call, document.get("schema"), document.get("deadline"), context.run_id, node
     )
-    context.events.emit("tool.call.waiting", node=node, **waiting.to_dict())
-    result = await store.wait(waiting)
+    result = await store.wait(
+        waiting, lambda: context.events.emit("tool.call.waiting", node=node, **waiting.to_dict())
+    )
     return result if result is not None else timed_out_result(call.name, document, what)

@@ -227,16 +227,23 @@ class ExternalCalls:
             raise OutsideValueError(f"external call {call_id} already has its result")
         return waiting
 
-    async def wait(self, waiting: WaitingCall) -> ToolResult | None:
+    async def wait(
+        self, waiting: WaitingCall, announce: Callable[[], None] | None = None
+    ) -> ToolResult | None:
         """Wait (in the event loop) for the call's result until its deadline; None when the
-        deadline came first. A cancelled wait drops the call and the cancellation goes on."""
+        deadline came first. `announce()` runs once the call can be supplied (a result given
+        from it is taken). A cancelled wait drops the call and the cancellation goes on."""
         woken = anyio.Event()
         loop = LoopHandle()
         with self._lock:
             self._calls[waiting.call_id] = waiting
             self._wakers[waiting.call_id] = lambda: loop.call_soon(woken.set)
         try:
-            if waiting.deadline is None:
+            if announce is not None:
+                announce()
+            if waiting.result is not None:
+                pass  # supplied while it was announced
+            elif waiting.deadline is None:
                 await woken.wait()
             else:
                 with anyio.move_on_after(max(0.0, waiting.deadline - time.time())):

@@ -77,6 +77,18 @@ class Question:
     #: Who asks: "mcp" (a server's elicitation; `server` is its name) or "tree" (an `ask` step
     #: of the tree; `server` is the step's name).
     source: str = "mcp"
+    #: The form's one field that holds the answer, when the answer is not an object (a choice,
+    #: a number, text): `content_of` wraps a plain value in it.
+    answer_field: str | None = None
+
+    def content_of(self, value: Any) -> dict[str, Any]:
+        """The form content that answers this question with `value` (a plain value, wrapped
+        in `answer_field` when the question has one; else the form's fields)."""
+        if self.answer_field is not None:
+            return {self.answer_field: value}
+        if not isinstance(value, Mapping):
+            raise AnswerError(f"question {self.id} takes an object of its form's fields")
+        return dict(value)
 
     @property
     def pending(self) -> bool:
@@ -167,11 +179,20 @@ class QuestionStore:
         *,
         question_id: str | None = None,
         source: str = "mcp",
+        answer_field: str | None = None,
     ) -> Question:
         """Record a new open question and return it (`question_id`: a durable run's own id
         for it, the same in every process of the run)."""
         question_id = question_id or f"q_{uuid.uuid4().hex[:12]}"
-        question = Question(question_id, server, message, dict(schema), run_id, source=source)
+        question = Question(
+            question_id,
+            server,
+            message,
+            dict(schema),
+            run_id,
+            source=source,
+            answer_field=answer_field,
+        )
         with self._lock:
             closed = [key for key, known in self._questions.items() if not known.pending]
             for key in closed[: max(0, len(closed) - KEEP_CLOSED)]:

@@ -123,6 +123,12 @@ class TreeDesk:
                 return found
         return None
 
+    def answer_question(self, question_id: str, value: Any, *, by: str = "api") -> Question:
+        """Accept a question with `value`: a plain answer (a choice, a number, text) for an
+        `ask` step whose answer is not an object, else the form's fields. Raises as `answer`."""
+        question = self.question(question_id)
+        return self.answer(question_id, "accept", question.content_of(value), by=by)
+
     def pending_results(self) -> list[WaitingCall]:
         """The external tools' calls waiting in this process for their results, from any
         thread (a paused run's wait in its store: `jianmu runs waiting`)."""

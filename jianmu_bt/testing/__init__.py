@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         CallWaitsError as CallWaitsError,
         ReplayDivergedError as ReplayDivergedError,
         TreeRun as TreeRun,
+        ValueWaitsError as ValueWaitsError,
         open_tree as open_tree,
         run_tree as run_tree,
     )

@@ -47,11 +47,13 @@ def jianmu_tree() -> Iterator[Callable[..., Any]]:
 @pytest.fixture
 def jianmu_run(jianmu_tree: Callable[..., Any]) -> Callable[..., Any]:
     """A factory: `jianmu_run(source, overlay=None, *, inputs=None, timeout=30, decisions=None,
-    **options)` -> TreeRun; a diverged replay, or a held call with no decision, fails the test."""
+    answers=None, results=None, **options)` -> TreeRun; a diverged replay, a held call with no
+    decision, or a question or external call with no value, fails the test."""
     from jianmu_bt.testing.running import (
         DEFAULT_TIMEOUT,
         CallWaitsError,
         ReplayDivergedError,
+        ValueWaitsError,
         run_tree,
     )
 
@@ -62,12 +64,21 @@ def jianmu_run(jianmu_tree: Callable[..., Any]) -> Callable[..., Any]:
         inputs: Any = None,
         timeout: float | None = DEFAULT_TIMEOUT,
         decisions: Any = None,
+        answers: Any = None,
+        results: Any = None,
         **load_options: Any,
     ) -> Any:
         tree = jianmu_tree(source, overlay, **load_options)
         try:
-            return run_tree(tree, inputs, timeout=timeout, decisions=decisions)
-        except (ReplayDivergedError, CallWaitsError) as exc:
+            return run_tree(
+                tree,
+                inputs,
+                timeout=timeout,
+                decisions=decisions,
+                answers=answers,
+                results=results,
+            )
+        except (ReplayDivergedError, CallWaitsError, ValueWaitsError) as exc:
             pytest.fail(str(exc), pytrace=False)
 
     return factory

@@ -25,6 +25,7 @@ from jianmu_bt.testing.decisions import (
     RunHeld,
     parse_decisions,
 )
+from jianmu_bt.testing.outside_values import OutsideValueDesk, ValueWaitsError
 from jianmu_bt.testing.overlay import Overlay
 from jianmu_bt.testing.overlay_file import load_overlay, overlay_from_data
 from jianmu_bt.testing.trace import Call, Trace
@@ -127,18 +128,25 @@ def run_tree(
     overlay: Overlay | None = None,
     strict: bool = True,
     decisions: Mapping[str, DecisionLike] | None = None,
+    answers: Mapping[str, Any] | None = None,
+    results: Mapping[str, Any] | None = None,
 ) -> TreeRun:
     """Run `tree` once with its events traced. With `strict` (the default), a replay that
     diverged raises ReplayDivergedError naming each call the recording did not have.
 
     `decisions` decide the calls the guard holds, by call id or tool name: "approve", "deny",
     "hold", or (action, note) (`jianmu_bt.testing.decisions`). A held call with no decision
-    raises CallWaitsError at once, naming the call."""
+    raises CallWaitsError at once, naming the call. `answers` answer `ask` steps (by step
+    name or question id) and `results` give external tools' calls their results (by tool
+    name or call id); a question or call without one raises ValueWaitsError at once
+    (`jianmu_bt.testing.outside_values`)."""
     overlay = overlay or _overlays.get(tree)
     desk = HeldCallDesk(tree, parse_decisions(decisions))
+    outside = OutsideValueDesk(tree, answers, results)
     trace = Trace()
     unsubscribe = tree.events.subscribe(trace)
     stop_deciding = desk.watch()
+    stop_answering = outside.watch()
     # The node layout first, as `jianmu run --trace` writes it (`Trace.nodes_ran` orders by it).
     tree.events.emit(TREE_NODES_EVENT, nodes=tree_nodes_data(tree.root))
     try:
@@ -146,6 +154,7 @@ def run_tree(
     except RunHeld as held:
         result = _held_result(tree, str(held), desk.stopped_at or {})
     finally:
+        stop_answering()
         stop_deciding()
         unsubscribe()
     diverged = overlay.applied(tree).divergences if overlay is not None else []
@@ -177,6 +186,7 @@ __all__ = [
     "CallWaitsError",
     "ReplayDivergedError",
     "TreeRun",
+    "ValueWaitsError",
     "as_overlay",
     "open_tree",
     "run_tree",
