@@ -20,7 +20,7 @@ def blocks(language: str) -> list[str]:
 
 def test_the_excerpts_are_the_example_files_text():
     excerpts = [b for lang in ("yaml", "python") for b in blocks(lang) if b.startswith("# file: ")]
-    assert len(excerpts) == 4
+    assert len(excerpts) == 5
     for block in excerpts:
         first, _, body = block.partition("\n")
         source = (REPO / first.removeprefix("# file: ").strip()).read_text(encoding="utf-8")
