@@ -4,7 +4,8 @@
   prompt, as an MCP prompt named after the node, whose arguments are the state fields its
   templates refer to (described, required and defaulted as the file's `state:` says).
 - Resources: the tree's file(s), read-only; with `--traces DIR` the traces of runs (JSON lines);
-  with `--store PATH` the durable runs and their checkpoints (`jianmu_bt.mcp.server_resources`).
+  with `--store PATH` the tree's durable runs and their checkpoints (only this tree's: by digest,
+  or name and file path; `jianmu_bt.mcp.server_resources`).
 - With `--run-tool`, a tool `run_<tree name>` that runs the whole tree with the given state
   values. Its run events (node status changes, tool calls) go to the client as progress
   notifications, its trace to `--traces`, and with `--store` the run is durable (a call that
@@ -255,6 +256,14 @@ def _json_state(state: dict[str, Any]) -> dict[str, Any]:
     return dict(json.loads(json.dumps(state, default=str)))
 
 
+def runs_of(tree: Any) -> Callable[[Any], bool]:
+    """Which runs of the store are the served tree's (its resources serve only those)."""
+    from jianmu_bt.mcp.server_resources import runs_of_tree
+
+    path = str(Path(tree.path).resolve()) if getattr(tree, "path", None) else ""
+    return runs_of_tree(tree.name, getattr(tree, "digest", "") or "", path)
+
+
 class ServedTree:
     """The tools, guard, resources and prompts `jianmu mcp serve --tree` offers for `tree`.
 
@@ -296,7 +305,9 @@ class ServedTree:
             # fresh runs again and again (each run's own calls are guarded inside the run).
             self.guard = EnforcerGuard(tree.guard) if tree.guard is not None else None
             self.extras: list[ServerPart] = [
-                ServedResources(tree_files(tree), store=self.store, traces=traces),
+                ServedResources(
+                    tree_files(tree), store=self.store, traces=traces, runs_of=runs_of(tree)
+                ),
                 ServedPrompts(tree_prompts(tree)),
             ]
             for provider in tree.providers.catalog.providers:

@@ -10,7 +10,9 @@
 Nothing a client sends is used as a path. Tree files are the exact files given at start-up,
 looked up by name. A trace is `<traces>/<run_id>.jsonl` only for a run id of letters, digits, `.`,
 `_` and `-` (not starting with a dot) whose resolved file is inside the traces folder (a symlink
-pointing out is refused). Runs and checkpoints are read from the run store through its API.
+pointing out is refused). Runs and checkpoints are read from the run store through its API;
+with `runs_of` (a served tree's `runs_of_tree`) only the runs it accepts are listed and
+readable: another tree's run is "not found", as a run that does not exist.
 An unknown URI is the MCP "resource not found" error (-32002), naming the URI.
 """
 
@@ -18,13 +20,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from jianmu_bt.store.base import RunStore
 from jianmu_bt.store.errors import StoreError
+from jianmu_bt.store.records import RunRecord
 
 SCHEME = "jianmu://"
 #: JSON-RPC error code of an unknown resource (MCP specification).
@@ -39,6 +42,18 @@ _RUN = re.compile(r"^jianmu://runs/(?P<run>[^/]+)$")
 _CHECKPOINT = re.compile(r"^jianmu://runs/(?P<run>[^/]+)/checkpoints/(?P<seq>[0-9]{1,9})$")
 _TRACE = re.compile(r"^jianmu://traces/(?P<run>[^/]+)$")
 _TREE = re.compile(r"^jianmu://tree/(?P<name>[^/]+)$")
+
+
+def runs_of_tree(name: str, digest: str = "", path: str = "") -> Callable[[RunRecord], bool]:
+    """Which runs are a tree's: those recorded with its digest (the same tree), or with its name
+    and file path (the same file, edited since)."""
+
+    def belongs(run: RunRecord) -> bool:
+        if digest and run.tree_digest == digest:
+            return True
+        return bool(path) and run.tree == name and run.tree_path == path
+
+    return belongs
 
 
 class ResourceMissing(LookupError):
@@ -57,6 +72,7 @@ class ServedResources:
         *,
         store: RunStore | None = None,
         traces: str | Path | None = None,
+        runs_of: Callable[[RunRecord], bool] | None = None,
     ) -> None:
         self.files = {name: Path(path) for name, path in (files or {}).items()}
         for name in self.files:
@@ -64,6 +80,7 @@ class ServedResources:
                 raise ValueError(f"a served file's name cannot contain '/': {name!r}")
         self.store = store
         self.traces = Path(traces).resolve() if traces is not None else None
+        self.runs_of = runs_of
 
     # -- the protocol ------------------------------------------------------------------------
 
@@ -127,7 +144,7 @@ class ServedResources:
                         )
                     )
         if self.store is not None:
-            for run in self.store.runs(limit=MAX_LISTED_RUNS):
+            for run in self._listed_runs():
                 found.append(
                     types.Resource(
                         uri=f"{SCHEME}runs/{run.run_id}",
@@ -137,6 +154,26 @@ class ServedResources:
                     )
                 )
         return found
+
+    def _listed_runs(self) -> list[RunRecord]:
+        """The newest runs served (at most MAX_LISTED_RUNS)."""
+        assert self.store is not None
+        if self.runs_of is None:
+            return self.store.runs(limit=MAX_LISTED_RUNS)
+        return [run for run in self.store.runs() if self.runs_of(run)][:MAX_LISTED_RUNS]
+
+    def _served_run(self, run_id: str, uri: str) -> RunRecord:
+        """The record of a served run; ResourceMissing for an unknown or another tree's run."""
+        assert self.store is not None
+        try:
+            record = self.store.get_run(run_id)
+        except (StoreError, KeyError, LookupError) as exc:
+            # The store's message names recent runs, maybe other trees': not when filtered.
+            detail = "" if self.runs_of is not None else f" ({exc})"
+            raise ResourceMissing(f"no run {uri}{detail}") from None
+        if self.runs_of is not None and not self.runs_of(record):
+            raise ResourceMissing(f"no run {uri}")  # as for a run that does not exist
+        return record
 
     def templates(self) -> list[Any]:
         """URI templates for what can be read by id."""
@@ -182,6 +219,7 @@ class ServedResources:
             return _read_text(self._trace_path(found["run"], uri), uri), "application/x-ndjson"
         if (found := _CHECKPOINT.match(uri)) and self.store is not None:
             run_id = _checked_run_id(found["run"], uri)
+            self._served_run(run_id, f"{SCHEME}runs/{run_id}")
             try:
                 checkpoint = self.store.checkpoint(run_id, int(found["seq"]))
             except (StoreError, KeyError, LookupError) as exc:
@@ -195,8 +233,8 @@ class ServedResources:
             return json.dumps(document, default=str, ensure_ascii=False), "application/json"
         if (found := _RUN.match(uri)) and self.store is not None:
             run_id = _checked_run_id(found["run"], uri)
+            record = self._served_run(run_id, uri)
             try:
-                record = self.store.get_run(run_id)
                 seqs = [c.seq for c in self.store.history(run_id)]
             except (StoreError, KeyError, LookupError) as exc:
                 raise ResourceMissing(f"no run {uri} ({exc})") from None
@@ -230,4 +268,4 @@ def _read_text(path: Path, uri: str) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-__all__ = ["RESOURCE_NOT_FOUND", "SCHEME", "ResourceMissing", "ServedResources"]
+__all__ = ["RESOURCE_NOT_FOUND", "SCHEME", "ResourceMissing", "ServedResources", "runs_of_tree"]
