@@ -18,6 +18,7 @@ EPILOG = """\
 examples:
   jianmu mcp serve --tools calculator,read_file
   jianmu mcp serve --tools my_package.tools:search --transport http --port 8000
+  jianmu mcp serve --tools calculator --transport http --token-file ~/.jianmu-token
   jianmu mcp serve --tree trees/quickstart.yaml      # a YAML file's tools, under its guard
 
 With --tree, the file's tools (its mcp: servers' tools too) are served under its whole guard:
@@ -25,6 +26,8 @@ budgets and rate limits count served calls; calls needing approval are refused.
 
 A tool spec is a built-in name or alias, or module:attr of a Tool, a Tool class, a function, a
 ToolSet or a list of them. Over stdio, stdout carries the protocol and messages go to stderr.
+Over HTTP (127.0.0.1 unless --host), clients send 'Authorization: Bearer TOKEN': a token
+printed at start, or read from --token-file (mode 0600) or $JIANMU_MCP_TOKEN.
 Needs the MCP SDK: pip install 'jianmu-bt[mcp]'.
 """
 
@@ -58,6 +61,7 @@ def handle(args: argparse.Namespace) -> int:
 
     from jianmu_bt.mcp import MCPUnavailableError
     from jianmu_bt.mcp.cli import ToolSpecError, exit_status, serve_from_args, until_signalled
+    from jianmu_bt.mcp.serve_access import ServeAccessError, access_from_args
     from jianmu_bt.tools.registry import ToolUnavailableError
 
     if not args.tree:
@@ -73,6 +77,7 @@ def handle(args: argparse.Namespace) -> int:
         if alone:
             raise CLIError(f"{', '.join(alone)}: only with --tree FILE (they serve a tree)")
     try:
+        access_from_args(args)  # token options checked before a tree's servers start
         if args.tree:
             tree = load_tree_file(args.tree)  # a broken file is reported with its locations
             try:
@@ -86,7 +91,7 @@ def handle(args: argparse.Namespace) -> int:
                 tree.close()
         else:
             signum = anyio.run(until_signalled, serve_from_args, args)
-    except (ToolSpecError, ToolUnavailableError, MCPUnavailableError) as exc:
+    except (ToolSpecError, ToolUnavailableError, MCPUnavailableError, ServeAccessError) as exc:
         raise CLIError(str(exc)) from None
     except OSError as exc:
         raise CLIError(f"cannot serve: {exc}") from None

@@ -5,6 +5,9 @@ python -m jianmu_bt.mcp serve --tools calculator,my.module:my_tool --transport s
 python -m jianmu_bt.mcp serve --tools my.module:tools --transport http --host 127.0.0.1 --port 8000
 ```
 
+Over HTTP clients need a bearer token (printed at start, or `--token-file`, or
+`$JIANMU_MCP_TOKEN`; see `jianmu_bt.mcp.serve_access`).
+
 A tool spec is a built-in name or alias (`calculator`, `web_search`) or `module:attr`, where the
 attribute is a Tool, a Tool subclass, a plain function (wrapped with `@tool`), a ToolSet or a list
 of these. `add_serve_arguments` and `serve_from_args` let another command line (`jianmu mcp serve`)
@@ -24,6 +27,7 @@ from typing import Any
 import anyio
 
 from jianmu_bt.mcp.errors import MCPUnavailableError
+from jianmu_bt.mcp.serve_access import ServeAccessError, ServedAccess, access_from_args
 from jianmu_bt.mcp.serve_options import add_serve_arguments
 from jianmu_bt.mcp.server import (
     AnyGuard,
@@ -112,8 +116,10 @@ async def serve_from_args(
     example the tools of a YAML tree; `--tools` is then ignored), refusing what `guard` refuses;
     `extras` add resources and prompts (see `build_mcp_server`).
 
-    Prints where it listens to stderr once ready (stdout carries MCP over stdio).
+    Prints where it listens to stderr once ready (stdout carries MCP over stdio), over HTTP
+    with the token to send (see `jianmu_bt.mcp.serve_access`).
     """
+    access = access_from_args(args)  # bad token options are refused before anything starts
     if toolset is None:
         specs = split_tool_specs(args.tools)
         if not specs:
@@ -131,9 +137,22 @@ async def serve_from_args(
         name=args.name,
         timeout=args.timeout,
         guard=guard,
-        on_ready=announce(first),
+        on_ready=_announce(first, access),
         extras=extras,
+        access=access,
     )
+
+
+def _announce(toolset: ToolSet, access: ServedAccess | None) -> Callable[[str], None]:
+    """Print where the server listens and, over HTTP, how to connect (once, on stderr)."""
+    where = announce(toolset)
+
+    def on_ready(url: str) -> None:
+        where(url)
+        if access is not None:
+            print(access.notice(url), file=sys.stderr, flush=True)
+
+    return on_ready
 
 
 #: Signals that stop a server gracefully (its clean-up, such as closing providers, runs).
@@ -217,7 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         signum = anyio.run(until_signalled, serve_from_args, args)
-    except (ToolSpecError, ToolUnavailableError, MCPUnavailableError) as exc:
+    except (ToolSpecError, ToolUnavailableError, MCPUnavailableError, ServeAccessError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:

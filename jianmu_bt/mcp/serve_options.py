@@ -24,13 +24,36 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="built-in tool names and/or module:attr specs, comma-separated (repeatable)",
     )
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
-    parser.add_argument("--host", default=DEFAULT_HOST, help="HTTP host (default %(default)s)")
+    parser.add_argument(
+        "--host",
+        default=DEFAULT_HOST,
+        help="HTTP host (default %(default)s, loopback; another address needs a token)",
+    )
     parser.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help="HTTP port, 0 for any (default %(default)s)"
     )
     parser.add_argument("--path", default=DEFAULT_PATH, help="HTTP path (default %(default)s)")
     parser.add_argument("--name", default=DEFAULT_NAME, help="server name sent to clients")
     parser.add_argument("--timeout", type=float, default=None, help="seconds per tool call")
+    parser.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="HTTP: the bearer token clients must send, read from this file (mode 0600); "
+        "default: $JIANMU_MCP_TOKEN, else a token generated and printed at start",
+    )
+    parser.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="HTTP: serve without a token (on a loopback host only)",
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="HTTP: another Host name clients use to reach the server (repeatable; foreign "
+        "Host and Origin headers are refused)",
+    )
 
 
 def add_tree_serve_arguments(parser: argparse.ArgumentParser) -> None:

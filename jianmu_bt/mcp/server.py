@@ -11,8 +11,9 @@ unknown tool name is a JSON-RPC "invalid params" error, as the MCP specification
 that is a `ServedCallGuard` (for example `EnforcerGuard` over a tree's GuardEnforcer) is also
 told when each call ended, so budgets and rate limits count served calls. A `ServedTools` may
 change while serving (`server_tools`: clients hear `tools/list_changed`); `extras` add
-resources and prompts (`server_resources`, `server_prompts`). Over HTTP, legacy HTTP+SSE
-clients are refused with a message naming the transport (`server_http`).
+resources and prompts (`server_resources`, `server_prompts`). Over HTTP, requests need a bearer
+token and this server's Host names (`serve_access`), and legacy HTTP+SSE clients are refused
+with a message naming the transport (`server_http`).
 
 ```python
 server = build_mcp_server(toolset, name="my-tools", guard=my_guard)   # embed it yourself
@@ -47,6 +48,8 @@ from jianmu_bt.tools.toolset import ToolSet
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
+
+    from jianmu_bt.mcp.serve_access import ServedAccess
 
 logger = logging.getLogger(__name__)
 
@@ -220,14 +223,22 @@ async def serve_http(
     port: int = DEFAULT_PORT,
     path: str = DEFAULT_PATH,
     on_ready: Callable[[str], None] | None = None,
+    access: ServedAccess | None = None,
 ) -> None:
     """Serve `server` over streamable HTTP at `http://host:port/path` until cancelled.
 
     The socket is bound before `on_ready(url)` is called, so `port=0` picks a free port and the
-    URL passed to `on_ready` names it. Bound to a loopback host, the SDK's DNS-rebinding
-    protection is on.
+    URL passed to `on_ready` names it. Every request needs `access`'s bearer token and one of
+    its Host names (`serve_access`); without `access`, a token is generated and printed once
+    on stderr. Bound to a loopback host, the SDK's DNS-rebinding protection is on too.
     """
     import uvicorn
+
+    from jianmu_bt.mcp.serve_access import ServedAccess, guarded_app
+
+    announced = access is not None
+    if access is None:
+        access = ServedAccess.for_host(host)
 
     app = server.streamable_http_app(
         streamable_http_path=path, host=host, custom_starlette_routes=legacy_sse_routes(path)
@@ -242,9 +253,15 @@ async def serve_http(
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         bound_port = sock.getsockname()[1]
         url_host = f"[{host}]" if ":" in host else host
-        config = uvicorn.Config(refuse_legacy_get(app, path), log_level="warning", lifespan="on")
+        access.port = bound_port
+        guarded = guarded_app(refuse_legacy_get(app, path), access)
+        config = uvicorn.Config(guarded, log_level="warning", lifespan="on")
+        url = f"http://{url_host}:{bound_port}{path}"
         if on_ready is not None:
-            on_ready(f"http://{url_host}:{bound_port}{path}")
+            on_ready(url)
+        if not announced:
+            notice = access.notice(url).strip()
+            print(f"jianmu_bt MCP server: {notice}", file=sys.stderr, flush=True)
         await uvicorn.Server(config).serve(sockets=[sock])
     finally:
         sock.close()
@@ -262,11 +279,13 @@ async def serve(
     timeout: float | None = None,
     on_ready: Callable[[str], None] | None = None,
     extras: Sequence[ServerPart] = (),
+    access: ServedAccess | None = None,
 ) -> None:
     """Build the MCP server for `toolset` and serve it over `transport` ("stdio" or "http").
 
     `on_ready(where)` is called once the server accepts connections: the URL for HTTP, "stdio"
-    for stdio. `extras` are passed to `build_mcp_server` (resources, prompts).
+    for stdio. `extras` are passed to `build_mcp_server` (resources, prompts). Over HTTP,
+    `access` says which token and Host names requests need (see `serve_http`).
     """
     server = build_mcp_server(toolset, name=name, guard=guard, timeout=timeout, extras=extras)
     if transport == "stdio":
@@ -274,7 +293,7 @@ async def serve(
             on_ready("stdio")
         await serve_stdio(server)
     elif transport in ("http", "streamable-http"):
-        await serve_http(server, host=host, port=port, path=path, on_ready=on_ready)
+        await serve_http(server, host=host, port=port, path=path, on_ready=on_ready, access=access)
     else:
         raise ValueError(f"unknown MCP transport {transport!r}; use 'stdio' or 'http'")
 

@@ -7,7 +7,14 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp_server_sample_tools import ALL
-from mcp_test_support import PYTHON, SERVER_ENV, HTTPServer, descendants, serve_args
+from mcp_test_support import (
+    PYTHON,
+    SERVER_ENV,
+    HTTPServer,
+    descendants,
+    http_transport,
+    serve_args,
+)
 
 from jianmu_bt import ToolSet
 from jianmu_bt.mcp import build_mcp_server
@@ -51,7 +58,7 @@ async def client(request: pytest.FixtureRequest, http_server: HTTPServer) -> Asy
         args = serve_args(tools=SAMPLE_TOOLS)
         target = StdioServerParameters(command=PYTHON, args=args, env=SERVER_ENV)
     elif request.param == "http":
-        target = http_server.url
+        target = http_transport(http_server.url, http_server.headers)  # with its token
     else:
         target = build_mcp_server(ToolSet(ALL))
     async with Client(target, read_timeout_seconds=20) as connected:  # type: ignore[arg-type]

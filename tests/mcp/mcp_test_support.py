@@ -6,7 +6,14 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
+from typing import Any
+
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -53,11 +60,13 @@ def descendants() -> set[int]:
 
 
 class HTTPServer:
-    """Our MCP server as a real process on 127.0.0.1 (port chosen by the OS)."""
+    """Our MCP server as a real process on 127.0.0.1 (port chosen by the OS), with the bearer
+    token it printed at start (`headers` carry it), or without one (`auth=False`: --no-auth)."""
 
-    def __init__(self, *extra: str, tools: str = SAMPLE_TOOLS) -> None:
+    def __init__(self, *extra: str, tools: str = SAMPLE_TOOLS, auth: bool = True) -> None:
+        flags = ("--transport", "http", "--port", "0", *(() if auth else ("--no-auth",)))
         self.proc = subprocess.Popen(
-            [PYTHON, *serve_args("--transport", "http", "--port", "0", *extra, tools=tools)],
+            [PYTHON, *serve_args(*flags, *extra, tools=tools)],
             env={**os.environ, **SERVER_ENV},
             stderr=subprocess.PIPE,
             text=True,
@@ -69,6 +78,13 @@ class HTTPServer:
             self.stop()
             raise RuntimeError(f"the MCP server did not start: {line}")
         self.url = found.group(1)
+        notice = self.proc.stderr.readline()  # how to connect: the token, printed once
+        self.token = printed_token(notice)
+        self.headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+    def sdk_client(self, **options: Any) -> AbstractAsyncContextManager[Client]:
+        """The official SDK client on this server, sending the token."""
+        return sdk_http_client(self.url, self.headers, **options)
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -80,6 +96,32 @@ class HTTPServer:
                 self.proc.wait()
         if self.proc.stderr is not None:
             self.proc.stderr.close()
+
+
+@asynccontextmanager
+async def http_transport(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
+    """The SDK's streamable HTTP transport to `url`, sending `headers` (a `Client` target)."""
+    timeout = httpx2.Timeout(30.0, read=300.0)
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
+        streamable_http_client(url, http_client=http) as streams,
+    ):
+        yield streams
+
+
+@asynccontextmanager
+async def sdk_http_client(
+    url: str, headers: dict[str, str], **options: Any
+) -> AsyncIterator[Client]:
+    """The official SDK client on the streamable HTTP server at `url`, sending `headers`."""
+    async with Client(http_transport(url, headers), **options) as client:
+        yield client
+
+
+def printed_token(line: str) -> str:
+    """The bearer token a server printed at start on this line ("" when none)."""
+    found = re.search(r"Authorization: Bearer (\S+)$", line.strip())
+    return found.group(1) if found else ""
 
 
 #: Where .ci/run installs the reference server `@modelcontextprotocol/server-everything`.

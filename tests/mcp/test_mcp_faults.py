@@ -145,7 +145,7 @@ async def test_a_server_that_cannot_be_restarted_gives_a_clear_error(tmp_path: P
 
 async def test_an_http_server_that_goes_away_gives_a_clear_error() -> None:
     server = HTTPServer()
-    provider = MCPToolProvider(url=server.url, timeout=5, connect_timeout=2)
+    provider = MCPToolProvider(url=server.url, headers=server.headers, timeout=5, connect_timeout=2)
     await provider.initialize()
     tools = ToolSet.from_tools(provider.get_tools())
     try:

@@ -68,7 +68,7 @@ async def test_the_sdk_client_calls_our_tools_over_stdio(sdk_stdio_client: Clien
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_the_sdk_client_calls_our_tools_over_http(http_server: HTTPServer, mode: str) -> None:
-    async with Client(http_server.url, mode=mode, read_timeout_seconds=10) as client:
+    async with http_server.sdk_client(mode=mode, read_timeout_seconds=10) as client:
         names = [t.name for t in (await client.list_tools()).tools]
         result = await client.call_tool("describe_point", {"x": 6, "y": 8})
     assert {"calculator", "describe_point"} <= set(names)
@@ -129,7 +129,9 @@ async def test_a_slow_call_times_out_and_the_connection_stays_usable() -> None:
 
 
 async def test_the_provider_works_over_http_with_headers(http_server: HTTPServer) -> None:
-    provider = MCPToolProvider(url=http_server.url, headers={"X-Test": "1"}, prefix="remote")
+    provider = MCPToolProvider(
+        url=http_server.url, headers={"X-Test": "1", **http_server.headers}, prefix="remote"
+    )
     await provider.initialize()
     try:
         tools = ToolSet.from_tools(provider.get_tools())
@@ -142,7 +144,9 @@ async def test_the_provider_works_over_http_with_headers(http_server: HTTPServer
 
 async def test_headers_are_sent_with_every_request(http_server: HTTPServer) -> None:
     # A foreign Host header is refused by the server's DNS-rebinding protection.
-    provider = MCPToolProvider(url=http_server.url, headers={"Host": "evil.example"})
+    provider = MCPToolProvider(
+        url=http_server.url, headers={"Host": "evil.example", **http_server.headers}
+    )
     with pytest.raises(MCPConnectionError, match="cannot connect to MCP server"):
         await provider.initialize()
     await provider.close()

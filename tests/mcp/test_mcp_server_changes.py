@@ -17,7 +17,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp_sample_tools import add
 from mcp_server_sample_tools import square
-from mcp_test_support import HERE, PYTHON, SERVER_ENV
+from mcp_test_support import HERE, PYTHON, SERVER_ENV, http_transport, printed_token
 
 from jianmu_bt import ToolSet
 from jianmu_bt.mcp import ServedTools, build_mcp_server
@@ -28,7 +28,8 @@ SCRIPT = str(HERE / "mcp_changing_server.py")
 
 
 @pytest.fixture(scope="module")
-def http_url() -> Iterator[str]:
+def http_url() -> Iterator[tuple[str, dict[str, str]]]:
+    """The URL of the changing server over HTTP, and the headers with the token it printed."""
     proc = subprocess.Popen(
         [PYTHON, SCRIPT, "--http"],
         env={**os.environ, **SERVER_ENV},
@@ -39,17 +40,19 @@ def http_url() -> Iterator[str]:
     found = re.search(r"(http://\S+)", proc.stderr.readline())
     try:
         assert found, "the changing server did not start"
-        yield found.group(1)
+        token = printed_token(proc.stderr.readline())  # serve() prints the token it generated
+        assert token, "the changing server printed no token"
+        yield found.group(1), {"Authorization": f"Bearer {token}"}
     finally:
         proc.terminate()
         proc.wait(timeout=10)
         proc.stderr.close()
 
 
-def target(kind: str, http_url: str) -> Any:
+def target(kind: str, http_url: tuple[str, dict[str, str]]) -> Any:
     if kind == "stdio":
         return StdioServerParameters(command=PYTHON, args=[SCRIPT], env=SERVER_ENV)
-    return http_url
+    return http_transport(*http_url)
 
 
 class Heard:
@@ -70,7 +73,9 @@ async def wait_for(check: Any, seconds: float = 20) -> None:
 
 
 @pytest.mark.parametrize("kind", ["stdio", "http"])
-async def test_a_2025_client_hears_that_the_tools_changed(kind: str, http_url: str) -> None:
+async def test_a_2025_client_hears_that_the_tools_changed(
+    kind: str, http_url: tuple[str, dict[str, str]]
+) -> None:
     heard = Heard()
     async with Client(
         target(kind, http_url), mode="legacy", message_handler=heard, read_timeout_seconds=20
@@ -90,7 +95,9 @@ async def test_a_2025_client_hears_that_the_tools_changed(kind: str, http_url: s
 
 
 @pytest.mark.parametrize("kind", ["stdio", "http"])
-async def test_a_2026_client_hears_it_on_its_listen_stream(kind: str, http_url: str) -> None:
+async def test_a_2026_client_hears_it_on_its_listen_stream(
+    kind: str, http_url: tuple[str, dict[str, str]]
+) -> None:
     async with (
         Client(target(kind, http_url), read_timeout_seconds=20) as client,
         client.listen(tools_list_changed=True) as subscription,

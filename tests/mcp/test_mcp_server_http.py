@@ -8,7 +8,6 @@ from collections.abc import Iterator
 import anyio
 import httpx
 import pytest
-from mcp import Client
 from mcp.client.sse import sse_client
 from mcp_test_support import HTTPServer
 
@@ -49,7 +48,7 @@ def open_session(http: httpx.Client, url: str) -> str:
 
 
 def test_each_client_gets_its_own_session_until_it_ends_it(server: HTTPServer) -> None:
-    with httpx.Client(timeout=10) as http:
+    with httpx.Client(timeout=10, headers=server.headers) as http:
         first, second = open_session(http, server.url), open_session(http, server.url)
         listed = http.post(
             server.url, json=LIST, headers={**HEADERS, **VERSION, "mcp-session-id": first}
@@ -75,7 +74,7 @@ def test_each_client_gets_its_own_session_until_it_ends_it(server: HTTPServer) -
 
 async def test_the_sdk_client_works_in_both_protocol_eras(server: HTTPServer) -> None:
     for mode in ("legacy", "auto"):
-        async with Client(server.url, mode=mode, read_timeout_seconds=10) as client:
+        async with server.sdk_client(mode=mode, read_timeout_seconds=10) as client:
             result = await client.call_tool("add", {"a": 1, "b": 2})
         assert result.content[0].text == "3", mode
 
@@ -83,7 +82,7 @@ async def test_the_sdk_client_works_in_both_protocol_eras(server: HTTPServer) ->
 @pytest.mark.parametrize("path", ["/sse", "/messages"])
 def test_a_legacy_sse_client_is_told_which_transport_to_use(server: HTTPServer, path: str) -> None:
     base = server.url.removesuffix("/mcp")
-    with httpx.Client(timeout=10) as http:
+    with httpx.Client(timeout=10, headers=server.headers) as http:
         got = http.get(base + path, headers={"Accept": "text/event-stream"})
         posted = http.post(base + path, json=LIST)
     for response in (got, posted):
@@ -93,7 +92,7 @@ def test_a_legacy_sse_client_is_told_which_transport_to_use(server: HTTPServer, 
 
 
 def test_a_legacy_get_on_the_endpoint_itself_gets_the_same_message(server: HTTPServer) -> None:
-    with httpx.Client(timeout=10) as http:
+    with httpx.Client(timeout=10, headers=server.headers) as http:
         got = http.get(server.url, headers={"Accept": "text/event-stream"})
     assert got.status_code == 400
     assert got.text == legacy_sse_message("/mcp")
@@ -103,6 +102,6 @@ async def test_the_sdks_legacy_sse_client_fails_at_once_with_the_http_error(
     server: HTTPServer,
 ) -> None:
     with anyio.fail_after(10), pytest.raises(Exception, match="404") as caught:
-        async with sse_client(server.url.removesuffix("/mcp") + "/sse"):
+        async with sse_client(server.url.removesuffix("/mcp") + "/sse", headers=server.headers):
             pass
     assert "sse" in str(caught.value)

@@ -66,7 +66,7 @@ def stdio(*method: str) -> Any:
 
 @pytest.fixture(scope="module")
 def http_server() -> Iterator[HTTPServer]:
-    server = HTTPServer(tools=TOOLS)
+    server = HTTPServer(tools=TOOLS, auth=False)  # this Inspector CLI cannot send a header
     yield server
     server.stop()
 
