@@ -26,7 +26,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jianmu_bt.viewer.guard_http import (
+from jianmu_bt.http_guard import (
     Access,
     ASGIApp,
     HostOriginGuard,

@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING
 from jianmu_bt._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from jianmu_bt.http_guard import Access as Access
     from jianmu_bt.viewer.deps import (
         ViewerUnavailableError as ViewerUnavailableError,
         require_viewer_packages as require_viewer_packages,
     )
-    from jianmu_bt.viewer.guard_http import Access as Access
     from jianmu_bt.viewer.hub import EventHub as EventHub
     from jianmu_bt.viewer.server import ViewerError as ViewerError, ViewerServer as ViewerServer
     from jianmu_bt.viewer.sources import (

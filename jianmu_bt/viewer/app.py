@@ -38,9 +38,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from jianmu_bt.http_guard import TOKEN_HEADER, Access, HostOriginGuard
 from jianmu_bt.viewer.desk_http import desk_routes
 from jianmu_bt.viewer.forking import ForkError
-from jianmu_bt.viewer.guard_http import TOKEN_HEADER, Access, HostOriginGuard
 from jianmu_bt.viewer.sources import DecisionError, Source
 
 #: The folder of the page's files (shipped in the package).

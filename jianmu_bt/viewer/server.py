@@ -14,8 +14,8 @@ import socket
 import threading
 from typing import Any
 
+from jianmu_bt.http_guard import Access
 from jianmu_bt.viewer.deps import require_viewer_packages
-from jianmu_bt.viewer.guard_http import Access
 from jianmu_bt.viewer.sources import Source
 
 logger = logging.getLogger(__name__)

@@ -1,4 +1,5 @@
-"""Who may talk to the viewer: requests for this server only, actions with its token only.
+"""Who may talk to our HTTP servers (the viewer, `jianmu mcp serve --transport http`): requests
+for this server only, actions with its token only.
 
 The server binds 127.0.0.1, but a web page elsewhere can still reach it through the browser: by
 DNS rebinding (a foreign name resolving to 127.0.0.1; its requests carry that foreign `Host`) or
