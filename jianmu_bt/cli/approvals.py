@@ -6,7 +6,9 @@ that no reviewer was available), `ask` asks the person at the terminal, after sh
 call is held and its complete arguments, escaped (`jianmu_bt.cli.call_text`). There `e` approves
 the call with other arguments, typed as one JSON object (`jianmu_bt.cli.edited_arguments`); an
 edit the tree refuses (not JSON, not the tool's schema, refused by a policy) is said in one line
-and the same call is asked about again. Questions are asked
+and the same call is asked about again. `r` answers the call in its place ("respond instead"):
+it does not run, and the agent reads the reply typed next as its result (an empty reply asks
+again). Questions are asked
 from a thread of their own, so the run's other work goes on while the person thinks. An MCP server's
 questions for a person (elicitation) go to the same desk (`jianmu_bt.cli.questions`); the
 terminal holds one conversation at a time.
@@ -21,7 +23,15 @@ from typing import Any, TextIO
 
 from jianmu_bt.cli.call_text import call_line, escape_hidden, held_call_text
 from jianmu_bt.cli.desks import Once, is_yes
-from jianmu_bt.cli.edited_arguments import EDIT_PROMPT, EditTextError, arguments_from_text, is_edit
+from jianmu_bt.cli.edited_arguments import (
+    EDIT_PROMPT,
+    HELD_HINT,
+    RESPOND_PROMPT,
+    EditTextError,
+    arguments_from_text,
+    is_edit,
+    is_respond,
+)
 
 MODES = ("ask", "all", "none")
 ALREADY_DECIDED = "already decided in the viewer; the terminal's answer is not used"
@@ -99,22 +109,30 @@ class ApprovalDesk:
                 return
 
     def _answers(self, call_id: str) -> tuple[str, str | None]:
-        """The answer to the question and, after `e`, the arguments typed (else None). The end
-        of input answers no, at either prompt."""
+        """The answer to the question and, after `e`, the arguments typed, after `r` the reply
+        (else None). The end of input answers no, at any prompt."""
         with self._terminal:
             try:
                 answer = self.ask(self._question_text(call_id))
-                return answer, self.ask(EDIT_PROMPT) if is_edit(answer) else None
+                if is_edit(answer):
+                    return answer, self.ask(EDIT_PROMPT)
+                return answer, self.ask(RESPOND_PROMPT) if is_respond(answer) else None
             except (EOFError, OSError):
                 return "", None
 
     def _decide(self, call_id: str, answer: str, edit: str | None) -> bool:
-        """Approve with the `edit`'s arguments when given, else approve (yes) or reject; False
-        (having said why in one line) when the edit is refused and the call stays held."""
+        """Respond with the reply after `r`, approve with the `edit`'s arguments after `e`, else
+        approve (yes) or reject; False (having said why in one line) when the edit is refused
+        or the reply empty, and the call stays held."""
         from jianmu_bt.runtime import EditRefusedError
 
         try:
-            if edit is not None:
+            if edit is not None and is_respond(answer):
+                if not edit.strip():
+                    self._say(f"{call_id}: no reply given; asking again")
+                    return False
+                self.tree.respond(call_id, edit.strip(), by=DECIDED_BY)
+            elif edit is not None:
                 arguments = arguments_from_text(edit)
                 note = "approved with edits at the terminal"
                 self.tree.approve(call_id, note, arguments=arguments, by=DECIDED_BY)
@@ -156,7 +174,7 @@ class ApprovalDesk:
             record.tool, call_id, record.arguments, reason=record.reason, policy=record.policy
         )
         what = f"approve {escape_hidden(record.tool)} [{escape_hidden(call_id)}]"
-        return f"{shown}{what}? {CHOICES} "
+        return f"{shown}{HELD_HINT}{what}? {CHOICES} "
 
     def _say(self, text: str) -> None:
         print(text, file=self.out)

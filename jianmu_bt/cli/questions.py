@@ -1,7 +1,8 @@
 """Answering an MCP server's questions for a person from the command line (`--approve`).
 
-A server may ask the run's user for input (MCP elicitation: a message and a flat form). The
-desk listens for `input.requested` events and answers each question once, as `--approve` says:
+A server may ask the run's user for input (MCP elicitation: a message and a flat form), and so
+may the tree's own `ask` steps (shown as "The tree asks (step 'X'):"). The desk listens for
+`input.requested` events and answers each question once, as `--approve` says:
 
 - `ask`: the person at the terminal answers field by field, each typed by the form (text, whole
   number, number, yes/no, one of a list, some of a list), defaults shown in brackets and taken
@@ -76,9 +77,7 @@ class QuestionDesk:
         question_id = data.get("question_id")
         if not self._once.first(question_id):
             return
-        server, message = terminal_text(data.get("server"), 100), data.get("message")
-        asker = f"MCP server '{server}' asks: {terminal_text(message, multiline=True)} "
-        asker += f"[{question_id}]"
+        asker = f"{asker_text(data)} [{terminal_text(question_id, 100)}]"
         schema = data.get("schema") or {}
         if self.mode == "all":
             self._accept_defaults(question_id, asker, schema)
@@ -180,6 +179,17 @@ class QuestionDesk:
 
     def _say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
+
+
+def asker_text(data: dict[str, Any]) -> str:
+    """Who asks and what, from an `input.requested` event's data: "The tree asks (step 'X'):
+    ..." for a question of the tree's own `ask` step (`source` "tree"), else "MCP server 'X'
+    asks: ..."; made safe to print."""
+    name, message = terminal_text(data.get("server"), 100), data.get("message")
+    said = terminal_text(message, multiline=True)
+    if data.get("source") == "tree":
+        return f"The tree asks (step '{name}'): {said}"
+    return f"MCP server '{name}' asks: {said}"
 
 
 def _prompt(field: FormField) -> str:

@@ -7,7 +7,11 @@ terminal, `--approve ask` (the default there) asks about each (`e` approves a he
 other arguments typed there: `jianmu_bt.cli.resume_questions`). `--edit CALL_ID=JSON` approves a
 held call with other arguments (checked against the tool's schema now, and by the guard when the
 run reaches the call); `--respond CALL_ID=TEXT` answers a held call in its place (it does not
-run). Without a decision a call stays waiting and the run stays paused (exit 3).
+run) (`r` at the terminal). `--answer QUESTION_ID=VALUE` answers a question the run waits on
+(an `ask` step) and `--result CALL_ID=JSON` gives an external call its result, each checked
+against its schema before the run goes on (how VALUE is read: `jianmu_bt.cli.supplied_values`);
+at the terminal the waiting questions are asked too (`jianmu_bt.cli.resume_answers`). Without a
+decision or a value a step stays waiting and the run stays paused (exit 3).
 """
 
 from __future__ import annotations
@@ -21,10 +25,17 @@ from jianmu_bt.cli.approvals import default_mode
 from jianmu_bt.cli.edited_arguments import EditTextError, arguments_from_text
 from jianmu_bt.cli.errors import CLIError
 from jianmu_bt.cli.loading import load_tree_file
+from jianmu_bt.cli.resume_answers import ask_questions, read_line
 from jianmu_bt.cli.resume_questions import Answers, ask_about, schema_refusal
 from jianmu_bt.cli.run_session import add_output_options, run_and_report
 from jianmu_bt.cli.stores import STORE_HELP, open_run_store, store_errors, waiting_calls
 from jianmu_bt.cli.subcommand import add_command
+from jianmu_bt.cli.supplied_values import (
+    given_text,
+    parse_answers,
+    parse_results,
+    quoted_text_problem,
+)
 
 HELP = "continue a paused or interrupted run from its journal"
 EPILOG = """\
@@ -35,10 +46,15 @@ examples:
   jianmu resume run_3f2a9c0d1e2b --approve all --store /data/runs.db
   jianmu resume run_3f2a9c0d1e2b --edit 'call_1a2b3c4d5e={"amount": 50}'
   jianmu resume run_3f2a9c0d1e2b --respond 'call_1a2b3c4d5e=Already paid by card.'
+  jianmu resume run_3f2a9c0d1e2b --answer q_5e6f7a8b9c=fast --answer 'q_0d1e2f3a4b=7'
+  jianmu resume run_3f2a9c0d1e2b --result 'call_6a7b8c9d0e={"passed": true}'
+  jianmu resume run_3f2a9c0d1e2b --result call_6a7b8c9d0e=@verdict.json
 
 --approve on a held call runs it; on a call in doubt (it was running when the process died and
 has side effects) runs it again. --deny on a held call marks it denied; on a call in doubt,
 skipped. Either way the node sees a failed result and the tree's own failure handling decides.
+--answer takes JSON when the text is JSON (7, true, ["a"], "7"), else the text itself ("fast");
+text starting with { [ or " must be JSON. --result takes JSON only. Both take @FILE.
 Exit status: 0 succeeded, 1 failed (or cannot be resumed), 3 paused again.
 """
 
@@ -75,6 +91,22 @@ def add_parser(commands: Any) -> None:
         help="answer a held call in its place: it does not run, and the agent reads TEXT as "
         "its result; repeatable",
     )
+    parser.add_argument(
+        "--answer",
+        action="append",
+        default=[],
+        metavar="QUESTION_ID=VALUE",
+        help="answer a question the run waits on: JSON, else the text as it is (@FILE reads "
+        "it from a file); checked against the question's schema; repeatable",
+    )
+    parser.add_argument(
+        "--result",
+        action="append",
+        default=[],
+        metavar="CALL_ID=JSON",
+        help="give an external call that waits its result (JSON, or @FILE holding it); "
+        "checked against the tool's output schema; repeatable",
+    )
     add_output_options(parser)
 
 
@@ -97,13 +129,20 @@ def handle(args: argparse.Namespace) -> int:
         if not python and not Path(run.tree_path).is_file():
             raise CLIError(f"run {args.run_id}: its tree file {run.tree_path} no longer exists")
         edits, responses = parse_edits(args.edit), parse_responses(args.respond)
-        decided = args.approve or args.deny or edits or responses
+        given, results = parse_answers(args.answer), parse_results(args.result)
+        decided = args.approve or args.deny or edits or responses or given or results
         ask = "ask" in args.approve or (not decided and _on_terminal())
         answers = Answers([a for a in args.approve if a != "ask"], list(args.deny), edits)
+        answers.responses.update(responses)
         tree = _python_tree(run.tree_path) if python else load_tree_file(run.tree_path)
         try:
+            with store_errors():  # after the tree: its modules decode the journal's values
+                steps = waiting_calls(store, args.run_id)
+            _check_text_answers(steps, given)
             if ask:
-                ask_about(waiting_calls(store, args.run_id), answers, schema_refusal(tree))
+                ask_about(steps, answers, schema_refusal(tree))
+                # Input that ended leaves nobody to ask: what still waits pauses the run.
+                ask = ask_questions(steps, given, read_line, _step_names(tree))
 
             def start() -> Any:
                 with store_errors():
@@ -113,7 +152,9 @@ def handle(args: argparse.Namespace) -> int:
                         approve=answers.approve,
                         deny=answers.deny,
                         edits=answers.edits,
-                        responses=responses,
+                        responses=answers.responses,
+                        answers=given,
+                        results=results,
                         by="cli",
                         hold="wait" if ask else "pause",
                         timeout=args.timeout,
@@ -148,21 +189,33 @@ def parse_edits(given: list[str]) -> dict[str, dict[str, Any]]:
     CLIError naming the value that is not one."""
     edits: dict[str, dict[str, Any]] = {}
     for value in given:
-        call_id, sep, text = value.partition("=")
-        if not sep or not call_id.strip():
-            raise CLIError(f'--edit {value!r}: expected CALL_ID=JSON, e.g. call_1a2b={{"n": 1}}')
-        where = f"--edit {call_id}"
-        if text.startswith("@"):
-            try:
-                text = Path(text[1:]).read_text(encoding="utf-8")
-            except OSError as exc:
-                raise CLIError(f"{where}: cannot read {text[1:]}: {exc.strerror}") from None
-            where = f"{where} ({Path(value.partition('=')[2][1:])})"
+        example = 'CALL_ID=JSON, e.g. call_1a2b={"n": 1}'
+        call_id, text, where = given_text("--edit", value, example)
         try:
-            edits[call_id.strip()] = arguments_from_text(text)
+            edits[call_id] = arguments_from_text(text)
         except EditTextError as exc:
             raise CLIError(f"{where}: {exc}") from None
     return edits
+
+
+def _check_text_answers(steps: list[Any], given: dict[str, Any]) -> None:
+    """CLIError for an answer read as JSON (`7`) that its text question wants as text."""
+    schemas = {s.call_id: (s.result or {}).get("schema") for s in steps if s.status == "waiting"}
+    for question_id, value in given.items():
+        problem = quoted_text_problem(question_id, schemas.get(question_id), value)
+        if problem:
+            raise CLIError(problem)
+
+
+def _step_names(tree: Any) -> Any:
+    """The name of the tree's step a node key stands for (the key when none has it)."""
+    runner = tree.runner
+    names = dict(zip(runner.node_keys, (node.name for node in runner.nodes), strict=False))
+
+    def name(key: str) -> str:
+        return str(names.get(key, key))
+
+    return name
 
 
 def _python_tree(source: str) -> Any:

@@ -2,10 +2,12 @@
 
 Before the run goes on, each call the command line did not decide is shown whole (why it waits,
 its complete arguments, escaped: `jianmu_bt.cli.call_text`) and asked about: `y` approves, no
-(the default) denies, and for a held call `e` approves it with other arguments, typed as one JSON
-object (`jianmu_bt.cli.edited_arguments`). An edit that is not a JSON object or does not fit the
-tool's schema is said in one line, and the same call is asked about again; the guard checks the
-edited call against its policies when the run reaches it, as for `--edit`.
+(the default) denies, and for a held call `e` approves it with other arguments, typed as one
+JSON object (`jianmu_bt.cli.edited_arguments`), and `r` answers it in its place with a reply
+typed there (it does not run; the agent reads the reply as its result, as for `--respond`). An
+edit that is not a JSON object or does not fit the tool's schema is said in one line, and the
+same call is asked about again; the guard checks the edited call against its policies when the
+run reaches it, as for `--edit`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jianmu_bt.cli.call_text import escape_hidden, held_call_text
-from jianmu_bt.cli.edited_arguments import EDIT_PROMPT, EditTextError, arguments_from_text, is_edit
+from jianmu_bt.cli.edited_arguments import (
+    EDIT_PROMPT,
+    HELD_HINT,
+    RESPOND_PROMPT,
+    EditTextError,
+    arguments_from_text,
+    is_edit,
+    is_respond,
+)
 
 #: Why a call in doubt waits (its journal row says no more than its status).
 IN_DOUBT = (
@@ -35,16 +45,17 @@ EditCheck = Callable[[Any, dict[str, Any]], "str | None"]
 
 @dataclass
 class Answers:
-    """What the person decided: calls to approve, to deny, to approve with other arguments.
-    Filled in place: the lists and the dict of the command line's own decisions."""
+    """What the person decided: calls to approve, to deny, to approve with other arguments, to
+    answer in their place. Filled in place: the command line's own decisions."""
 
     approve: list[str]
     deny: list[str]
     edits: dict[str, dict[str, Any]] = field(default_factory=dict)
+    responses: dict[str, str] = field(default_factory=dict)
 
     def decided(self, call: Any) -> bool:
         """Whether the call (a journal entry) was decided already (or `--approve all`)."""
-        named = set(self.approve) | set(self.deny) | set(self.edits)
+        named = set(self.approve) | set(self.deny) | set(self.edits) | set(self.responses)
         return "all" in named or call.call_id in named or call.key in named
 
 
@@ -58,23 +69,35 @@ def question_text(call: Any) -> str:
         reason = str(recorded.get("reason") or HELD)
         policy, what, choices = str(recorded.get("policy") or ""), "approve", HELD_CHOICES
     shown = held_call_text(call.tool, call.call_id, call.arguments, reason=reason, policy=policy)
+    if call.status == "held":
+        shown += HELD_HINT
     return f"{shown}{what} {escape_hidden(call.tool)} [{escape_hidden(call.call_id)}]? {choices} "
 
 
 def ask_about(calls: list[Any], answers: Answers, check: EditCheck) -> None:
-    """Ask at the terminal about each waiting call not decided on the command line; `check`
-    says why an edit is refused (None: it is taken)."""
+    """Ask at the terminal about each call waiting for a decision (held, in doubt) not decided
+    on the command line; `check` says why an edit is refused (None: it is taken)."""
     for call in calls:
-        if not answers.decided(call):
+        if call.status in ("held", "in_doubt") and not answers.decided(call):
             _ask_until_decided(call, answers, check)
     print("", file=sys.stderr, end="")
 
 
 def _ask_until_decided(call: Any, answers: Answers, check: EditCheck) -> None:
-    """Ask about one call until the answer is a decision (a refused edit asks again). The end
-    of input answers no, at either prompt."""
+    """Ask about one call until the answer is a decision (a refused edit, an empty reply ask
+    again). The end of input answers no, at any prompt."""
     while True:
         answer = _read(question_text(call)) or ""
+        if call.status == "held" and is_respond(answer):
+            reply = _read(RESPOND_PROMPT)
+            if reply is None:
+                answers.deny.append(call.call_id)
+                return
+            if reply.strip():
+                answers.responses[call.call_id] = reply.strip()
+                return
+            print(f"{call.call_id}: no reply given; asking again", file=sys.stderr)
+            continue
         if call.status != "held" or not is_edit(answer):
             yes = answer.strip().lower() in ("y", "yes")
             (answers.approve if yes else answers.deny).append(call.call_id)

@@ -1,7 +1,9 @@
 """What `jianmu run` and `jianmu resume` share: watching a run, answering holds, reporting it.
 
 Exit status: 0 the run succeeded, 1 it failed (or could not start), 3 it paused: a call waits
-for a decision (`jianmu resume RUN --approve CALL_ID` or `--deny CALL_ID` continues it), 75 its
+for a decision (`jianmu resume RUN --approve CALL_ID` or `--deny CALL_ID` continues it), a
+question for its answer (`--answer QUESTION_ID=VALUE`) or an external call for its result
+(`--result CALL_ID=JSON`; `jianmu_bt.cli.waiting_steps` lists them), 75 its
 run store failed and the run stopped at once (`jianmu resume RUN` once the store is back).
 """
 
@@ -17,9 +19,9 @@ from typing import Any
 
 from jianmu_bt.cli.activity import ActivityLog
 from jianmu_bt.cli.approvals import ApprovalDesk
-from jianmu_bt.cli.call_text import call_summary, escape_hidden
 from jianmu_bt.cli.errors import CLIError
 from jianmu_bt.cli.summary import changed_keys, state_snapshot, summary_lines
+from jianmu_bt.cli.waiting_steps import continue_line, paused_heading, step_line, waiting_step
 from jianmu_bt.cli.watch import WatchView
 
 EXIT_PAUSED = 3
@@ -73,8 +75,8 @@ def run_and_report(
     waiting: Callable[[], list[Any]] = list,
 ) -> int:
     """Run `start()` with the tree watched and its holds answered (`mode`: ask, all, none or
-    later), print the summary or JSON, and return the exit status. `waiting()` lists the calls
-    of a paused run that wait for a decision."""
+    later), print the summary or JSON, and return the exit status. `waiting()` lists the steps
+    a paused run waits on (journal rows: `waiting_steps`)."""
     if args.timeout is not None and args.timeout <= 0:
         raise CLIError(f"--timeout {args.timeout:g}: give a positive number of seconds")
     with ExitStack() as stack:
@@ -105,7 +107,7 @@ def run_and_report(
             view.finish(result.node_statuses)
         after = state_snapshot(tree.state)
         changes = {key: after[key] for key in changed_keys(before, after, written)}
-        held = [_waiting_call(entry) for entry in waiting()] if result.paused else []
+        held = [waiting_step(entry) for entry in waiting()] if result.paused else []
         if args.json:
             print(json.dumps(_as_json(tree, result, changes, held), indent=2, default=str))
         else:
@@ -128,26 +130,14 @@ def _scripted(tree: Any) -> bool:
     return isinstance(tree.runner.context.llm, ScriptedProvider)
 
 
-def _waiting_call(entry: Any) -> dict[str, Any]:
-    return {
-        "call_id": entry.call_id,
-        "tool": entry.tool,
-        "arguments": entry.arguments,
-        "status": entry.status,
-    }
-
-
-def _paused_lines(result: Any, held: list[dict[str, Any]]) -> list[str]:
+def _paused_lines(result: Any, steps: list[dict[str, Any]]) -> list[str]:
+    """What waits in a paused run, each step whole and escaped (a reviewer may decide from this
+    list), and the `jianmu resume` options that go on."""
     if not result.paused:
         return []
-    lines = [f"Run {result.run_id} paused: {len(held)} call(s) wait for a decision"]
-    for call in held:  # whole and escaped: a reviewer may decide from this list
-        shown = call_summary(call["tool"], call["arguments"])
-        lines.append(f"  {call['status']:<8} {escape_hidden(call['call_id'])}  {shown}")
-    first = held[0]["call_id"] if held else "CALL_ID"
-    lines.append(
-        f"Continue with: jianmu resume {result.run_id} --approve {first}  (or --deny {first})"
-    )
+    lines = [paused_heading(result.run_id, steps)]
+    lines.extend(step_line(step) for step in steps)
+    lines.append(continue_line(result.run_id, steps))
     return lines
 
 

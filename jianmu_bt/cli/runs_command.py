@@ -1,4 +1,6 @@
-"""`jianmu runs`: the runs a run store holds; `jianmu runs show RUN_ID`: one run in detail."""
+"""`jianmu runs`: the runs a run store holds; `jianmu runs show RUN_ID`: one run in detail;
+`jianmu runs waiting`: every step the store's paused runs wait on (`jianmu_bt.cli.waiting_steps`),
+for a person or an outside system that polls the store."""
 
 from __future__ import annotations
 
@@ -9,23 +11,29 @@ from typing import TYPE_CHECKING, Any
 
 from jianmu_bt.cli.call_text import call_summary, escape_hidden
 from jianmu_bt.cli.errors import CLIError
-from jianmu_bt.cli.stores import STORE_HELP, WAITING, open_run_store, store_errors
+from jianmu_bt.cli.stores import STORE_HELP, open_run_store, store_errors, waiting_statuses
 from jianmu_bt.cli.subcommand import add_command
 from jianmu_bt.cli.summary import usage_line
 
 if TYPE_CHECKING:
     from jianmu_bt.store import RunStore
 
-HELP = "list recorded runs, or show one (`jianmu runs show RUN_ID`)"
+HELP = (
+    "list recorded runs, show one (`jianmu runs show RUN_ID`), or what paused runs wait for "
+    "(`jianmu runs waiting`)"
+)
 EPILOG = """\
 examples:
   jianmu runs
   jianmu runs --json
   jianmu runs show run_3f2a9c0d1e2b --json
+  jianmu runs waiting --json       # questions, external calls, held calls of paused runs
   jianmu runs --store /data/runs.db
 
 Run statuses: running, paused, succeeded, failed. Call statuses: running, done, failed, held,
-in_doubt, denied, skipped.
+in_doubt, denied, skipped, waiting (a question or an external call waits for a value).
+Waiting steps' kinds: question (--answer), external (--result), held and in_doubt (--approve,
+--deny).
 """
 
 
@@ -33,7 +41,10 @@ def add_parser(commands: Any) -> None:
     """Register `runs` on the top-level subparsers."""
     parser = add_command(commands, "runs", help=HELP, epilog=EPILOG, handler=handle)
     parser.add_argument(
-        "words", nargs="*", metavar="show RUN_ID", help="show one run instead of the list"
+        "words",
+        nargs="*",
+        metavar="show RUN_ID | waiting",
+        help="show one run instead of the list, or list what the paused runs wait for",
     )
     parser.add_argument("--store", metavar="PATH", help=STORE_HELP)
     parser.add_argument("--json", action="store_true", help="print JSON")
@@ -41,20 +52,39 @@ def add_parser(commands: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """List the runs, or show one."""
-    if args.words and (args.words[0] != "show" or len(args.words) != 2):
+    show = args.words[:1] == ["show"] and len(args.words) == 2
+    if args.words and not show and args.words != ["waiting"]:
         raise CLIError(
-            f"unknown runs command {' '.join(args.words)!r}; use `jianmu runs show RUN_ID`"
+            f"unknown runs command {' '.join(args.words)!r}; use `jianmu runs show RUN_ID` "
+            "or `jianmu runs waiting`"
         )
     store = open_run_store(args.store, create=False)
     try:
         with store_errors():
-            if args.words:
+            if args.words == ["waiting"]:
+                _waiting(store, args.json)
+            elif args.words:
                 _show(store, args.words[1], args.json)
             else:
                 _list(store, args.json)
     finally:
         store.close()
     return 0
+
+
+def _waiting(store: RunStore, as_json: bool) -> None:
+    """Every step the store's paused runs wait on, oldest run first (`waiting_steps`)."""
+    from jianmu_bt.cli.waiting_steps import run_waiting_steps, waiting_row_line
+
+    steps = run_waiting_steps(store)
+    if as_json:
+        print(json.dumps({"waiting": steps}, indent=2, default=str))
+        return
+    if not steps:
+        print(f"nothing waits in {store.location}")
+        return
+    for step in steps:
+        print(waiting_row_line(step))
 
 
 def _when(seconds: float) -> str:
@@ -163,8 +193,9 @@ def _show(store: RunStore, run_id: str, as_json: bool) -> None:
     if document["usage"].get("requests"):
         print(f"  usage: {usage_line(document['usage'])}")
     print("calls:" if document["calls"] else "calls: none")
+    waits = waiting_statuses()
     for call in document["calls"]:
-        # A call that waits for a decision is shown whole; the others cut, saying so.
-        limit = None if call["journal_status"] in WAITING else FINISHED_ARGUMENT_CHARS
+        # A call that waits (a decision, a value) is shown whole; the others cut, saying so.
+        limit = None if call["journal_status"] in waits else FINISHED_ARGUMENT_CHARS
         shown = call_summary(call["tool"], call["arguments"], limit)
         print(f"  {call['status']:<8} {escape_hidden(call['call_id'])}  {shown}")

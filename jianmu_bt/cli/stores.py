@@ -15,6 +15,7 @@ STORE_HELP = (
     "the run store: an SQLite file or a postgresql:// URL (default: $JIANMU_STORE, else "
     ".jianmu/runs.db under the current directory)"
 )
+#: The statuses of calls that wait for a decision (`--approve`, `--deny`).
 WAITING = ("held", "in_doubt")
 EXIT_STORE_FAULT = 75
 """The exit status of a run stopped by its store (sysexits' EX_TEMPFAIL: try again later)."""
@@ -45,8 +46,21 @@ def store_errors() -> Iterator[None]:
         raise CLIError(str(exc)) from None
 
 
+def waiting_statuses() -> tuple[str, ...]:
+    """The journal statuses of steps that wait: for a decision (`WAITING`), or for a value from
+    outside (`waiting`: a question, an external call)."""
+    # Imported here: the parser of a command that imports this module loads no runtime layer.
+    from jianmu_bt.runtime.outside import WAITING as OUTSIDE
+
+    return (*WAITING, OUTSIDE)
+
+
 def waiting_calls(store: RunStore, run_id: str) -> list[JournalEntry]:
-    """The run's calls that wait for a decision (held or in doubt), in journal order."""
+    """The run's steps that wait, in journal order: calls held or in doubt (for a decision),
+    questions and external calls (`waiting`, for a value from outside)."""
+    statuses = waiting_statuses()
     return [
-        entry for entry in store.journal(run_id) if entry.status in WAITING and entry.kind == "tool"
+        entry
+        for entry in store.journal(run_id)
+        if entry.status in statuses and entry.kind == "tool"
     ]
