@@ -220,3 +220,16 @@ def test_input_that_ends_at_the_question_leaves_it_waiting_and_the_run_paused(se
     assert done.returncode == 3, done.stdout + done.stderr
     assert "input ended: the questions not answered keep waiting" in done.stderr
     assert {step["id"] for step in setup.waiting()} == {question, call}
+
+
+def test_the_run_desk_says_the_tree_asks_and_approve_all_takes_the_default(setup):
+    (setup.path / "budget.yaml").write_text(
+        "version: 1\nname: budget\nstate:\n  budget: {type: integer, default: 0}\nroot:\n"
+        "  ask: {name: Budget, question: 'Budget?', schema: {type: integer, minimum: 1}, "
+        "output: budget, default: 5}\n"
+    )
+    done = setup("run", setup.path / "budget.yaml", "--run-id", "B", "--approve", "all")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "The tree asks (step 'Budget'): Budget? [q_" in done.stderr
+    assert "MCP server" not in done.stderr
+    assert setup.state("B")["budget"] == 5
