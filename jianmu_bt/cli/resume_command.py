@@ -36,6 +36,7 @@ from jianmu_bt.cli.supplied_values import (
     parse_results,
     quoted_text_problem,
 )
+from jianmu_bt.cli.view_command import add_view_options, run_viewer
 
 HELP = "continue a paused or interrupted run from its journal"
 EPILOG = """\
@@ -46,6 +47,7 @@ examples:
   jianmu resume run_3f2a9c0d1e2b --approve all --store /data/runs.db
   jianmu resume run_3f2a9c0d1e2b --edit 'call_1a2b3c4d5e={"amount": 50}'
   jianmu resume run_3f2a9c0d1e2b --respond 'call_1a2b3c4d5e=Already paid by card.'
+  jianmu resume run_3f2a9c0d1e2b --view                  # decide in the browser viewer
   jianmu resume run_3f2a9c0d1e2b --answer q_5e6f7a8b9c=fast --answer 'q_0d1e2f3a4b=7'
   jianmu resume run_3f2a9c0d1e2b --result 'call_6a7b8c9d0e={"passed": true}'
   jianmu resume run_3f2a9c0d1e2b --result call_6a7b8c9d0e=@verdict.json
@@ -108,6 +110,7 @@ def add_parser(commands: Any) -> None:
         "checked against the tool's output schema; repeatable",
     )
     add_output_options(parser)
+    add_view_options(parser)
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -131,7 +134,9 @@ def handle(args: argparse.Namespace) -> int:
         edits, responses = parse_edits(args.edit), parse_responses(args.respond)
         given, results = parse_answers(args.answer), parse_results(args.result)
         decided = args.approve or args.deny or edits or responses or given or results
-        ask = "ask" in args.approve or (not decided and _on_terminal())
+        # With --view and no --approve ask, the page decides (the run waits for it).
+        view = bool(getattr(args, "view", False))
+        ask = "ask" in args.approve or (not decided and not view and _on_terminal())
         answers = Answers([a for a in args.approve if a != "ask"], list(args.deny), edits)
         answers.responses.update(responses)
         tree = _python_tree(run.tree_path) if python else load_tree_file(run.tree_path)
@@ -156,14 +161,15 @@ def handle(args: argparse.Namespace) -> int:
                         answers=given,
                         results=results,
                         by="cli",
-                        hold="wait" if ask else "pause",
+                        hold="wait" if ask or view else "pause",
                         timeout=args.timeout,
                     )
 
             def waiting() -> list[Any]:
                 return waiting_calls(store, args.run_id)
 
-            return run_and_report(tree, args, "ask" if ask else "later", start, waiting)
+            with run_viewer(tree, args):
+                return run_and_report(tree, args, "ask" if ask else "later", start, waiting)
         finally:
             tree.close()
     finally:

@@ -88,8 +88,13 @@ def _serving(source: Any, port: int, out: TextIO) -> Iterator[Any]:
         source.close()
 
 
-def _wait(server: Any) -> None:
+def _wait(server: Any, said: str = "") -> None:
+    """Serve until Ctrl-C; `said` is printed first, inside: a Ctrl-C sent once it is read ends
+    the wait, not the command."""
     with contextlib.suppress(KeyboardInterrupt):
+        if said:
+            print(said, file=sys.stderr)
+            sys.stderr.flush()
         server.wait()
 
 
@@ -104,9 +109,7 @@ def run_viewer(tree: Any, args: argparse.Namespace) -> Iterator[None]:
     source = live_source(tree)
     with _serving(source, args.view_port, sys.stderr) as server:
         yield
-        print(f"the run ended; the viewer stays open at {server.url} until Ctrl-C", file=sys.stderr)
-        sys.stderr.flush()
-        _wait(server)
+        _wait(server, f"the run ended; the viewer stays open at {server.url} until Ctrl-C")
 
 
 def _tree_for(path: str | None) -> Any:
