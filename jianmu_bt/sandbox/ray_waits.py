@@ -72,7 +72,21 @@ class MainThreadWaits:
         with self._lock:
             awaiting = self._waiting.pop(ref, [])
         for loop, future in awaiting:
-            loop.call_soon_threadsafe(_settle, future, value, error)
+            _hand_over(loop, future, value, error)
+
+
+def _hand_over(
+    loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], value: Any, error: Any
+) -> None:
+    """Settle `future` in its loop; a result for a loop that closed meanwhile (its run ended,
+    the awaiting call gone with it) is dropped."""
+    if loop.is_closed():
+        return
+    try:
+        loop.call_soon_threadsafe(_settle, future, value, error)
+    except RuntimeError:  # the loop closed between the check and the call
+        if not loop.is_closed():
+            raise
 
 
 def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
