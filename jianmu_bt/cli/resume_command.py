@@ -168,12 +168,35 @@ def handle(args: argparse.Namespace) -> int:
             def waiting() -> list[Any]:
                 return waiting_calls(store, args.run_id)
 
+            before = paused_state(store, args.run_id, tree)
+            mode = "ask" if ask else "later"
             with run_viewer(tree, args):
-                return run_and_report(tree, args, "ask" if ask else "later", start, waiting)
+                return run_and_report(tree, args, mode, start, waiting, before=before)
         finally:
             tree.close()
     finally:
         store.close()
+
+
+def paused_state(store: Any, run_id: str, tree: Any) -> dict[str, Any] | None:
+    """The state the run paused with (its latest checkpoint that holds one), as the summary
+    compares it: the resumed run's changes are counted from it, not from the initial state
+    (the values the replay writes again are no change). None when no checkpoint holds one."""
+    from jianmu_bt.cli.summary import state_snapshot
+
+    with store_errors():
+        latest = store.latest_checkpoint(run_id)
+        data = latest.data if latest is not None else {}
+        if "state" not in data:  # those written after a call ended leave it out
+            history = store.history(run_id)
+            data = next((c.data for c in reversed(history) if "state" in c.data), {})
+    if "state" not in data:
+        return None
+    try:
+        tree.state.restore(data["state"])  # (the resume puts the initial state back first)
+    except ValueError:
+        return None
+    return state_snapshot(tree.state)
 
 
 def parse_responses(given: list[str]) -> dict[str, str]:

@@ -14,7 +14,7 @@ from typing import Any
 from jianmu_bt.cli.approvals import MODES, default_mode
 from jianmu_bt.cli.errors import CLIError
 from jianmu_bt.cli.loading import apply_inputs, existing_file, load_tree_file, parse_assignments
-from jianmu_bt.cli.run_session import add_output_options, run_and_report
+from jianmu_bt.cli.run_session import add_output_options, overlay_model_note, run_and_report
 from jianmu_bt.cli.stores import STORE_HELP, open_run_store, store_errors, waiting_calls
 from jianmu_bt.cli.subcommand import add_command
 from jianmu_bt.cli.view_command import add_view_options, run_viewer
@@ -33,7 +33,8 @@ examples:
 --set values are read as YAML (3 is a number, true a boolean, 'text' a string) and checked
 against the tree's state schema before the first tick. Every run is recorded in a run store
 (.jianmu/runs.db under the current directory unless --store or --no-store says otherwise),
-except a run with --overlay: it is never stored.
+except a run with --overlay: it is never stored. A run not recorded (--no-store, --overlay)
+is reported without a run id ("(not recorded)"; --json: "run_id": null, "recorded": false).
 Exit status: 0 the run succeeded, 1 it failed, timed out or could not start, 3 it paused
 waiting for a decision (continue it with `jianmu resume RUN_ID`).
 """
@@ -113,8 +114,11 @@ def handle(args: argparse.Namespace) -> int:
         def waiting() -> list[Any]:
             return waiting_calls(store, tree.runner.context.run_id) if store else []
 
+        model = overlay_model_note(overlay, args.overlay) if overlay is not None else None
         with run_viewer(tree, args):
-            code = run_and_report(tree, args, mode, start, waiting)
+            code = run_and_report(
+                tree, args, mode, start, waiting, recorded=store is not None, model=model
+            )
         return _overlay_verdict(overlay, code)
     finally:
         tree.close()

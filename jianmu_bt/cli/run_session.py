@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from typing import Any
 from jianmu_bt.cli.activity import ActivityLog
 from jianmu_bt.cli.approvals import ApprovalDesk
 from jianmu_bt.cli.errors import CLIError
-from jianmu_bt.cli.summary import changed_keys, state_snapshot, summary_lines
+from jianmu_bt.cli.summary import builtin_fields, changed_keys, state_snapshot, summary_lines
 from jianmu_bt.cli.waiting_steps import continue_line, paused_heading, step_line, waiting_step
 from jianmu_bt.cli.watch import WatchView
 
@@ -73,14 +73,23 @@ def run_and_report(
     mode: str,
     start: Callable[[], Any],
     waiting: Callable[[], list[Any]] = list,
+    *,
+    recorded: bool = True,
+    model: str | None = None,
+    before: Mapping[str, Any] | None = None,
 ) -> int:
     """Run `start()` with the tree watched and its holds answered (`mode`: ask, all, none or
     later), print the summary or JSON, and return the exit status. `waiting()` lists the steps
-    a paused run waits on (journal rows: `waiting_steps`)."""
+    a paused run waits on (journal rows: `waiting_steps`).
+
+    `recorded`: the run is in a run store (else no id is shown: none could be looked up);
+    `model`: what answered as the LLM, when not the tree's own (default: said for a tree whose
+    LLM is scripted in its file); `before`: the state the changes are counted from (a resume's:
+    the state its run paused with; default: the tree's state now)."""
     if args.timeout is not None and args.timeout <= 0:
         raise CLIError(f"--timeout {args.timeout:g}: give a positive number of seconds")
     with ExitStack() as stack:
-        before = state_snapshot(tree.state)
+        before = state_snapshot(tree.state) if before is None else before
         written: dict[str, None] = {}
         stack.callback(tree.state.subscribe(lambda keys: written.update(dict.fromkeys(keys))))
         activity = ActivityLog()
@@ -106,10 +115,12 @@ def run_and_report(
         if view is not None:
             view.finish(result.node_statuses)
         after = state_snapshot(tree.state)
-        changes = {key: after[key] for key in changed_keys(before, after, written)}
+        keys = changed_keys(before, after, written, hidden=builtin_fields(tree))
+        changes = {key: after[key] for key in keys}
         held = [waiting_step(entry) for entry in waiting()] if result.paused else []
         if args.json:
-            print(json.dumps(_as_json(tree, result, changes, held), indent=2, default=str))
+            report = _as_json(tree, result, changes, held, recorded)
+            print(json.dumps(report, indent=2, default=str))
         else:
             lines = summary_lines(
                 tree.name,
@@ -117,17 +128,33 @@ def run_and_report(
                 activity,
                 changes,
                 show_activity=view is None or view.live,
-                scripted_model=_scripted(tree),
+                model=model or _scripted_note(tree),
+                recorded=recorded,
             )
             print("\n".join(lines + _paused_lines(result, held)))
     return EXIT_CODES[result.run_status]
 
 
-def _scripted(tree: Any) -> bool:
-    """Whether the tree's LLM is a scripted one (fixed replies from the file)."""
+SCRIPTED_IN_TREE = "scripted (replies written in the tree file, not a real model)"
+
+
+def _scripted_note(tree: Any) -> str | None:
+    """The summary's model line for a tree whose LLM is a scripted one (fixed replies from
+    the file), else None."""
     from jianmu_bt.llm.scripted import ScriptedProvider
 
-    return isinstance(tree.runner.context.llm, ScriptedProvider)
+    return SCRIPTED_IN_TREE if isinstance(tree.runner.context.llm, ScriptedProvider) else None
+
+
+def overlay_model_note(overlay: Any, path: str) -> str | None:
+    """The summary's model line for a run whose LLM replies an overlay file gives (all of
+    them, or those of the nodes it names); None when the overlay gives none."""
+    name = Path(path).name
+    if overlay.llm is not None:
+        return f"replayed (replies from the overlay file {name}, not a real model)"
+    if any(rule.llm is not None for rule in overlay.nodes.values()):
+        return f"replayed for the nodes the overlay file {name} names (the others: the tree's)"
+    return None
 
 
 def _paused_lines(result: Any, steps: list[dict[str, Any]]) -> list[str]:
@@ -142,10 +169,16 @@ def _paused_lines(result: Any, steps: list[dict[str, Any]]) -> list[str]:
 
 
 def _as_json(
-    tree: Any, result: Any, changes: dict[str, Any], held: list[dict[str, Any]]
+    tree: Any,
+    result: Any,
+    changes: dict[str, Any],
+    held: list[dict[str, Any]],
+    recorded: bool,
 ) -> dict[str, Any]:
+    """The `--json` report: `run_id` is null and `recorded` false for a run no store has."""
     report = {
-        "run_id": result.run_id,
+        "run_id": result.run_id if recorded else None,
+        "recorded": recorded,
         "tree": tree.name,
         "status": result.run_status,
         "reason": result.reason,

@@ -1,4 +1,9 @@
-"""The end of `jianmu run`: how the run ended, what it did, and which state keys changed."""
+"""The end of `jianmu run`: how the run ended, what it did, and which state keys changed.
+
+The heading names the run's id only when the run was recorded (`jianmu runs show` knows it);
+the reason line is there only when there is a reason; the built-in state fields (`messages`,
+`usage`, `guard`, ... : `builtin_fields`) are not listed as changes (the usage has its own line).
+"""
 
 from __future__ import annotations
 
@@ -22,18 +27,40 @@ def state_snapshot(state: Any) -> dict[str, Any]:
         return dict(state.get())
 
 
+def builtin_fields(tree: Any) -> frozenset[str]:
+    """The tree's built-in state fields (the AgentState ones the nodes keep: `messages`,
+    `usage`, `guard`, ...), as the state model marks them; a Python tree's when its state
+    schema is an AgentState."""
+    info = getattr(tree, "state_info", None)
+    if info is not None:
+        return frozenset(name for name, facts in info.fields.items() if facts.builtin)
+    from jianmu_bt.runtime.state_schema import AgentState
+
+    schema = getattr(getattr(tree, "state", None), "schema", None)
+    if isinstance(schema, type) and issubclass(schema, AgentState):
+        return frozenset(AgentState.model_fields)
+    return frozenset()
+
+
 def changed_keys(
-    before: Mapping[str, Any], after: Mapping[str, Any], written: Iterable[str] = ()
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
+    written: Iterable[str] = (),
+    hidden: Iterable[str] = (),
 ) -> list[str]:
-    """Keys whose value differs between two snapshots (written keys first, in write order)."""
+    """Keys whose value differs between two snapshots (written keys first, in write order),
+    the `hidden` ones left out."""
+    skip = set(hidden)
     order = list(dict.fromkeys([*written, *after]))
-    return [key for key in order if key in after and before.get(key) != after.get(key)]
+    return [
+        key
+        for key in order
+        if key in after and key not in skip and before.get(key) != after.get(key)
+    ]
 
 
 def describe_state_value(key: str, value: Any) -> str:
     """A state value for a summary line: lists as their length and last item."""
-    if key == "guard" and isinstance(value, Mapping):
-        return "(the guard's counters and approvals, kept for pause and resume)"
     if isinstance(value, list) and value:
         last = value[-1]
         if isinstance(last, Mapping) and "content" in last:
@@ -56,6 +83,13 @@ def usage_line(usage: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def run_label(run_id: str | None, recorded: bool) -> str:
+    """` (run ID)` for a recorded run, ` (not recorded)` for one no store has."""
+    if not recorded:
+        return " (not recorded)"
+    return f" (run {run_id})" if run_id else ""
+
+
 def summary_lines(
     tree_name: str,
     result: Any,
@@ -63,16 +97,22 @@ def summary_lines(
     changes: Mapping[str, Any],
     *,
     show_activity: bool = True,
-    scripted_model: bool = False,
+    model: str | None = None,
+    recorded: bool = True,
 ) -> list[str]:
-    """The summary: status, reason, ticks, duration, activity, changed state keys.
+    """The summary: status, reason (when there is one), ticks, duration, activity, changed
+    state keys.
 
-    `scripted_model`: the tree's LLM plays replies written in the file, which the summary says,
-    since they do not answer whatever input the run was given."""
+    `model`: what answered as the LLM when it was not a real model (replies written in the tree
+    file or an overlay file), which the summary says, since they do not answer whatever input
+    the run was given. `recorded`: the run is in a run store; else the heading says "(not
+    recorded)" instead of an id no command could look up."""
     ended = "paused" if result.paused else f"finished: {result.run_status}"
-    lines = [
-        f"Run of '{tree_name}' {ended}" + (f" (run {result.run_id})" if result.run_id else ""),
-        f"  reason:   {'-' if result.ok else result.reason or 'not given'}",
+    lines = [f"Run of '{tree_name}' {ended}{run_label(result.run_id, recorded)}"]
+    reason = result.reason or ("" if result.ok else "not given")
+    if reason:
+        lines.append(f"  reason:   {reason}")
+    lines += [
         f"  ticks:    {result.ticks}",
         f"  duration: {result.duration:.3f}s",
         f"  activity: {activity.totals()}",
@@ -80,8 +120,8 @@ def summary_lines(
     usage = result.state.get("usage") if isinstance(result.state, Mapping) else None
     if isinstance(usage, Mapping) and usage.get("requests"):
         lines.append(f"  usage:    {usage_line(usage)}")
-    if scripted_model:
-        lines.append("  model:    scripted (replies written in the tree file, not a real model)")
+    if model:
+        lines.append(f"  model:    {model}")
     if show_activity and activity.lines:
         lines.append("Activity:")
         lines.extend(f"  {line}" for line in activity.lines[:SUMMARY_ACTIVITY])
