@@ -209,12 +209,19 @@ class ToolNode(AsyncNode):
         """The guard's refusal of `call` (None when it may run, after any wait for a
         reviewer) and the call to run: as the reviewer approved it, edited or not."""
 
+        announced = False
+
         def held(pending: list[GuardVerdict]) -> None:
+            # Called again on every change of the approval store while the call waits (its
+            # own pending record among them): the hold is announced once.
+            nonlocal announced
             self.feedback_message = "waiting for approval"
             if on_hold is not None:
                 on_hold(pending[0])
-            for verdict in pending:
-                announce(self, call.name, call.id, verdict)
+            if not announced:
+                announced = True
+                for verdict in pending:
+                    announce(self, call.name, call.id, verdict)
 
         approvals = guard.approvals
         (verdict,) = await verdicts_when_decided(
