@@ -52,7 +52,10 @@ def waiting_step(entry: Any) -> dict[str, Any]:
         "call_id": entry.call_id,
         "kind": kind,
         "tool": entry.tool,
-        "arguments": entry.arguments,
+        # An external call is handed out as it was approved (a reviewer's edit included).
+        "arguments": document.get("arguments", entry.arguments)
+        if kind == "external"
+        else entry.arguments,
         "status": entry.status,
         "node": entry.node,
         "schema": document.get("schema") if kind in ("question", "external") else None,

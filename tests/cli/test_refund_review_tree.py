@@ -96,6 +96,7 @@ def test_from_the_cli_across_processes(tmp_path):
     assert edited.returncode == 3, edited.stdout + edited.stderr
     (call,) = waiting(db)
     assert (call.tool, call.status) == ("issue_refund", "waiting")
+    assert '"amount": 50' in edited.stdout and '"amount": 5000' not in edited.stdout
 
     (tmp_path / "paid.json").write_text(json.dumps(PAID))
     paid = jianmu(
