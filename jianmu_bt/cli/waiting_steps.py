@@ -17,7 +17,7 @@ Everything a step holds (arguments, question text) is shown whole and escaped.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from jianmu_bt.cli.call_text import arguments_text, call_summary, escape_hidden
@@ -133,7 +133,7 @@ def step_line(step: Mapping[str, Any]) -> str:
     return f"  {word:<8} {escape_hidden(step['call_id'])}  {step_text(step)}"
 
 
-def paused_heading(run_id: str, steps: list[Mapping[str, Any]]) -> str:
+def paused_heading(run_id: str, steps: Sequence[Mapping[str, Any]]) -> str:
     """The summary's first line about a paused run: how many of each kind of step wait."""
     decided = sum(1 for step in steps if step["kind"] in ("held", "in_doubt"))
     if decided == len(steps):
@@ -146,7 +146,7 @@ def paused_heading(run_id: str, steps: list[Mapping[str, Any]]) -> str:
     return f"Run {run_id} paused: " + ", ".join(f"{n} {what}" for n, what in counts if n)
 
 
-def continue_line(run_id: str, steps: list[Mapping[str, Any]]) -> str:
+def continue_line(run_id: str, steps: Sequence[Mapping[str, Any]]) -> str:
     """`Continue with: jianmu resume RUN ...`: the options that give every question its answer
     and every external call its result, and decide the first call that waits for a decision."""
     first = {kind: next((s for s in steps if s["kind"] == kind), None) for kind in KINDS}

@@ -192,7 +192,7 @@ def start_row(
     side effect (in doubt if the process dies during it), `waiting` for an external tool's call
     not handed out yet (with its deadline, and `run`'s arguments: the call as handed out, a
     reviewer's edit included). `make(status, result, decision=...)` builds a row."""
-    if is_external(tool):
+    if tool is not None and is_external(tool):
         if not waiting_row(tool, current):
             return None  # handed out before this process: not again
         return make(WAITING, decision=external_document(tool, run.arguments))

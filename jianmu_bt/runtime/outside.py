@@ -100,7 +100,11 @@ def supplied_rows(
     an id that does not wait (unknown, already answered), one past its deadline, or a value that
     does not fit the step's schema."""
     rows = []
-    for values, waits in ((answers, "question"), (results, "external")):
+    kinds: tuple[tuple[Mapping[str, Any], Waits], ...] = (
+        (answers, "question"),
+        (results, "external"),
+    )
+    for values, waits in kinds:
         for step_id, value in values.items():
             entry = _waiting_step(run_id, journal, step_id, waits)
             document = entry.result or {}

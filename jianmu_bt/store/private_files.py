@@ -59,4 +59,7 @@ def open_private(path: str | Path, mode: str = "w") -> TextIO:
     path = Path(path)
     private_folder(path.parent)
     flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if mode == "a" else os.O_TRUNC)
-    return os.fdopen(os.open(path, flags, FILE_MODE), mode, encoding="utf-8")
+    descriptor = os.open(path, flags, FILE_MODE)
+    if mode == "a":
+        return open(descriptor, "a", encoding="utf-8")
+    return open(descriptor, "w", encoding="utf-8")
