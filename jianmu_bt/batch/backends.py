@@ -11,9 +11,11 @@ on another worker, and `run_line` resumes the run it finds `running`.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import multiprocessing
 import os
 import signal
+import sys
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Protocol
@@ -61,9 +63,28 @@ def lost(job: Job, why: str) -> dict[str, Any]:
 _started: Any = None  # in a pool worker: the queue where each job says which process runs it
 
 
-def init_pool_worker(spec: WorkerSpec, started: Any) -> None:
-    """A pool worker's initializer: keep the queue of started jobs, load the tree."""
+def die_with(parent: int) -> None:
+    """End this process when `parent` (the batch's driver) ends, however it ends.
+
+    On Linux the kernel sends SIGKILL when the parent dies (`prctl(PR_SET_PDEATHSIG)`); a parent
+    already gone (it died while this process started) ends this one now. Elsewhere nothing."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+
+#: prctl's option for the signal a process gets when its parent dies (linux/prctl.h).
+PR_SET_PDEATHSIG = 1
+
+
+def init_pool_worker(spec: WorkerSpec, started: Any, driver: int | None = None) -> None:
+    """A pool worker's initializer: die with the driver, keep the queue of started jobs,
+    load the tree."""
     global _started
+    if driver is not None:
+        die_with(driver)
     _started = started
     init_worker(spec)
 
@@ -108,7 +129,7 @@ class PoolBackend:
             max_workers=self.workers,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=init_pool_worker,
-            initargs=(self.spec, self._started),
+            initargs=(self.spec, self._started, os.getpid()),
         )
 
     @property

@@ -23,10 +23,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import os
-import shutil
 import sys
-import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -36,6 +33,7 @@ import anyio
 
 from jianmu_bt.sandbox.failures import limit_error, sandbox_error
 from jianmu_bt.sandbox.limits import parse_size
+from jianmu_bt.sandbox.ray_local import start_local_ray
 from jianmu_bt.sandbox.ray_waits import active_waits
 from jianmu_bt.sandbox.toolspec import ToolNotPortableError, describe_tool, recreate_tool, spec_key
 from jianmu_bt.tools.runners import RunnableTool
@@ -69,47 +67,6 @@ def require_ray() -> Any:
             f"Ray is not installed ({exc}); install it with: {RAY_EXTRA}"
         ) from None
     return ray
-
-
-def start_local_ray(num_cpus: int | None = None) -> Any:
-    """Start a local Ray for this process and return a `stop()` that shuts it down.
-
-    Usage statistics off, no dashboard, its files under a short temporary folder (Ray's socket
-    paths must stay short) that `stop()` removes. When `RAY_ADDRESS` is set, `ray.init` connects
-    to that cluster instead (it refuses `num_cpus` then): this says so on stderr and connects
-    without it; `stop()` then disconnects.
-    """
-    ray = require_ray()
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    address = os.environ.get("RAY_ADDRESS", "").strip()
-    if address:
-        print(
-            f"RAY_ADDRESS is set: connecting to the Ray at {address} instead of starting a "
-            "local one (its CPUs, not num_cpus)",
-            file=sys.stderr,
-        )
-        ray.init(address=address, log_to_driver=False, logging_level="WARNING")
-        return ray.shutdown
-    temp_dir = tempfile.mkdtemp(prefix="jr", dir="/tmp" if Path("/tmp").is_dir() else None)
-    try:
-        ray.init(
-            num_cpus=num_cpus or os.cpu_count() or 1,
-            include_dashboard=False,
-            _temp_dir=temp_dir,
-            log_to_driver=False,
-            logging_level="WARNING",
-        )
-    except BaseException:
-        shutil.rmtree(temp_dir, ignore_errors=True)
-        raise
-
-    def stop() -> None:
-        try:
-            ray.shutdown()
-        finally:
-            shutil.rmtree(temp_dir, ignore_errors=True)
-
-    return stop
 
 
 def portable_spec(tool: Any) -> dict[str, Any]:
