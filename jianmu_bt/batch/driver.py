@@ -26,6 +26,7 @@ from jianmu_bt.batch.inputs import InputChecker, count_inputs, read_inputs
 from jianmu_bt.batch.progress import Progress
 from jianmu_bt.batch.worker import WorkerSpec, recorded
 from jianmu_bt.loader import load_tree
+from jianmu_bt.sandbox.ray_resources import missing_resources, ray_requests
 from jianmu_bt.sandbox.ray_runner import require_ray
 from jianmu_bt.store import RunNotFoundError, RunStore, default_store, open_store
 
@@ -114,6 +115,7 @@ def run_batch(
         checker = InputChecker(tree)
         assert tree.path is not None
         spec = WorkerSpec(str(tree.path.resolve()), tree.digest, location, timeout)
+        requests = ray_requests(list(tree.runner.owned))
     batch = batch_id or batch_id_for(tree_file, inputs)
     runs = open_store(spec.store)
     try:
@@ -137,7 +139,7 @@ def run_batch(
             summary.problems.append(f"{inputs}:{result['line']}: {result['status']}: {why}")
 
     try:
-        make = lambda: _backend(spec, workers, ray)  # noqa: E731 - started only when needed
+        make = lambda: _backend(spec, workers, ray, requests)  # noqa: E731 - when needed
         _drive(inputs, checker, runs, batch, resume, emit, make, meter.start)
     finally:
         runs.close()
@@ -147,10 +149,25 @@ def run_batch(
     return summary
 
 
-def _backend(spec: WorkerSpec, workers: int | None, ray: str | None) -> Backend:
+def _backend(
+    spec: WorkerSpec,
+    workers: int | None,
+    ray: str | None,
+    requests: list[tuple[str, dict[str, Any]]] | None = None,
+) -> Backend:
     if ray is None:
         return PoolBackend(spec, workers or os.cpu_count() or 1)
-    return RayBackend(spec, workers, None if ray in ("", LOCAL_RAY) else ray)
+    backend = RayBackend(spec, workers, None if ray in ("", LOCAL_RAY) else ray)
+    available = backend.ray.cluster_resources()
+    short = []
+    for who, options in requests or []:
+        why = missing_resources(available, options)
+        if why:
+            short.append(f"{who} asks for {why}")
+    if short:  # its tasks would wait forever for resources no node has
+        backend.close()
+        raise BatchError(f"the batch cannot run on this Ray: {'; '.join(short)}")
+    return backend
 
 
 def _refuse_sqlite_on_a_cluster(ray: str, location: str) -> None:

@@ -34,6 +34,7 @@ import anyio
 from jianmu_bt.sandbox.failures import limit_error, sandbox_error
 from jianmu_bt.sandbox.limits import parse_size
 from jianmu_bt.sandbox.ray_local import start_local_ray
+from jianmu_bt.sandbox.ray_resources import missing_resources
 from jianmu_bt.sandbox.ray_waits import active_waits
 from jianmu_bt.sandbox.toolspec import ToolNotPortableError, describe_tool, recreate_tool, spec_key
 from jianmu_bt.tools.runners import RunnableTool
@@ -193,6 +194,7 @@ class RayRunner:
         self._remote: Any = None
         self._pool: ActorPool | None = None
         self._stop: Any = None
+        self._short = ""  # the resources the cluster lacks for these options (see _task)
         self._specs: dict[int, tuple[RunnableTool, dict[str, Any]]] = {}
         self._lock = threading.Lock()
 
@@ -208,6 +210,8 @@ class RayRunner:
                         else:
                             self._stop = start_local_ray()
                             atexit.register(self.close)  # a runner nobody closed: at exit
+                    # A task asking for more than the cluster has would wait forever.
+                    self._short = missing_resources(ray.cluster_resources(), self.options)
                     if self.warm:
                         self._pool = ActorPool(ray, self.warm, self.options)
                     self._remote = ray.remote(call_on_worker).options(**self.options)
@@ -227,6 +231,8 @@ class RayRunner:
             return sandbox_error(str(exc))
         ray = require_ray()
         task = self._task()
+        if self._short:
+            return sandbox_error(f"'{tool.name}' cannot run on this Ray: it asks for {self._short}")
         pool, slot, actor = self._pool, -1, None
         if pool is not None:
             slot, actor, ref = pool.submit(spec, args)
