@@ -1,9 +1,9 @@
 """`python -m benchmarks [--quick] [--only NAMES] [--out DIR]`: every benchmark, one table.
 
 Run from the repository root (`pip install -e ".[bench]"` installs the anchors). Areas, in the
-order of the table: toolset, batch, ticks, agent, agent_turn, fanout, startup, loader, memory,
-imports, calculator, mcp, mcp_startup, llm_providers, idle, durability, durable_steps, runners,
-scaling.
+order of the table: toolset, batch, batch_runs, ticks, agent, agent_turn, fanout, startup, loader,
+memory, imports, calculator, mcp, mcp_startup, llm_providers, idle, durability, durable_steps,
+runners, scaling.
 `python -m benchmarks.report` plots the headline rows (benchmarks/report.png, also written by
 every run) and prints their table.
 """
@@ -16,6 +16,7 @@ from benchmarks import (
     bench_agent,
     bench_agent_turn,
     bench_batch,
+    bench_batch_runs,
     bench_calculator,
     bench_durability,
     bench_durable_steps,
@@ -37,6 +38,7 @@ from benchmarks.suite import main
 AREAS = {
     **bench_toolset.AREAS,
     **bench_batch.AREAS,
+    **bench_batch_runs.AREAS,
     **bench_ticks.AREAS,
     **bench_agent.AREAS,
     **bench_agent_turn.AREAS,

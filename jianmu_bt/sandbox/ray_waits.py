@@ -20,7 +20,8 @@ from typing import Any, TypeVar
 __all__ = ["MainThreadWaits", "active_waits", "run_with_released_cpus"]
 
 T = TypeVar("T")
-#: How long the main thread blocks in one `ray.wait` before it looks for new calls.
+#: How long the main thread blocks in one `ray.wait` before it looks for new calls (a safety
+#: net when idle: the run's end and each new call wake it at once).
 POLL_SECONDS = 0.1
 
 
@@ -39,22 +40,33 @@ class MainThreadWaits:
         future: asyncio.Future[Any] = loop.create_future()
         with self._lock:
             self._waiting.setdefault(ref, []).append((loop, future))
-        self._wake.set()
+        self.wake()
         return await future
 
+    def wake(self) -> None:
+        """Wake the serving thread: a call was registered, or the run ended."""
+        self._wake.set()
+
     def serve(self, finished: Callable[[], bool]) -> None:
-        """Wait for the registered refs (in `ray.wait`) until `finished()` says to stop."""
-        while not finished():
+        """Wait for the registered refs (in `ray.wait`) until `finished()` says to stop.
+
+        With nothing to wait for, the thread sleeps until `wake()`: a new call, or the run's
+        end (`run_with_released_cpus` wakes it then), so a run costs no polling delay."""
+        while True:
+            self._wake.clear()  # a wake from here on is seen by the wait below
+            if finished():
+                return
             with self._lock:
                 for ref in [r for r, fs in self._waiting.items() if all(f.done() for _, f in fs)]:
                     del self._waiting[ref]  # every awaiter was cancelled
                 refs = list(self._waiting)
             if not refs:
                 self._wake.wait(POLL_SECONDS)
-                self._wake.clear()
                 continue
             try:
-                ready, _ = self.ray.wait(refs, num_returns=len(refs), timeout=POLL_SECONDS)
+                ready, _ = self.ray.wait(refs, num_returns=1, timeout=POLL_SECONDS)
+                if ready and len(refs) > 1:  # collect every ref ready by now, not only the first
+                    ready, _ = self.ray.wait(refs, num_returns=len(refs), timeout=0)
             except Exception as exc:  # Ray itself failed: every waiting call gets the error
                 for ref in refs:
                     self._deliver(ref, exc)
@@ -119,6 +131,7 @@ def run_with_released_cpus(ray: Any, fn: Callable[..., T], *args: Any) -> T:
     try:
         with ThreadPoolExecutor(1, thread_name_prefix="jianmu-run") as thread:
             done = thread.submit(fn, *args)
+            done.add_done_callback(lambda _: waits.wake())  # the run's end wakes the wait
             waits.serve(done.done)
             return done.result()
     finally:

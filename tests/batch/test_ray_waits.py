@@ -8,9 +8,15 @@ as soon as the run ends.
 from __future__ import annotations
 
 import asyncio
+import signal
+import threading
+import time
 from typing import Any
 
-from jianmu_bt.sandbox.ray_waits import MainThreadWaits
+import pytest
+
+from jianmu_bt.sandbox import ray_waits
+from jianmu_bt.sandbox.ray_waits import MainThreadWaits, run_with_released_cpus
 
 
 class InstantRay:
@@ -54,3 +60,32 @@ def test_results_reach_open_loops_beside_a_closed_one() -> None:
     waits.serve(lambda: next(rounds))
     assert open_loop.run_until_complete(task) == "shared"
     open_loop.close()
+
+
+def test_the_main_thread_returns_when_the_run_ends_without_a_poll(monkeypatch) -> None:
+    """The run's end wakes the waiting main thread at once: with the poll made an hour long,
+    a run that made no Ray call still returns (before, the thread slept out the poll)."""
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("needs the main thread")
+    monkeypatch.setattr(ray_waits, "POLL_SECONDS", 3600.0)
+    ran, returned = threading.Event(), threading.Event()
+
+    def watchdog() -> None:
+        ran.wait(60)
+        if not returned.wait(20):  # still waiting: interrupt it (a real signal), fail below
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+
+    def run() -> int:
+        ran.set()
+        time.sleep(0.3)  # the main thread is waiting by now
+        return 42
+
+    guard = threading.Thread(target=watchdog, daemon=True)
+    guard.start()
+    try:
+        value = run_with_released_cpus(InstantRay(), run)
+    except KeyboardInterrupt:
+        pytest.fail("the main thread kept waiting after the run ended")
+    returned.set()
+    guard.join()
+    assert value == 42
