@@ -147,6 +147,7 @@ class PoolBackend:
         if not self._jobs:
             return []
         done, _ = wait(list(self._jobs), timeout=timeout, return_when=FIRST_COMPLETED)
+        self._note_started()  # read as they come: a full pipe would stop every worker
         results: list[dict[str, Any]] = []
         broken = False
         for future in done:
@@ -193,11 +194,16 @@ class PoolBackend:
                 self.submit(*job)
         return failed
 
-    def _culprit(self, processes: list[Any]) -> int | None:
-        """The line whose process died on its own (the pool SIGTERMs the rest), if known."""
+    def _note_started(self) -> None:
+        """Read which process started which line (each job says so in a pipe, whose buffer
+        holds a few thousand of these: unread, the workers would block on it)."""
         while not self._started.empty():
             pid, line = self._started.get()
             self._ran_by[pid] = line
+
+    def _culprit(self, processes: list[Any]) -> int | None:
+        """The line whose process died on its own (the pool SIGTERMs the rest), if known."""
+        self._note_started()
         dead = [p.pid for p in processes if p.exitcode not in (None, 0, -signal.SIGTERM)]
         ran = self._ran_by.copy()
         self._ran_by.clear()  # the next pool's processes have other pids
