@@ -22,11 +22,28 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LOOPBACK", "start_local_ray"]
+__all__ = ["LOOPBACK", "RAY_EXTRA", "RayUnavailableError", "require_ray", "start_local_ray"]
+
+RAY_EXTRA = "pip install 'jianmu-bt[ray]'"
 
 LOOPBACK = "127.0.0.1"
 #: Ray's switch for "clusters on this OS"; off, a local Ray uses the loopback address only.
 CLUSTERS_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+class RayUnavailableError(RuntimeError):
+    """Ray is not installed (the message names the extra to install)."""
+
+
+def require_ray() -> Any:
+    """The `ray` module, or RayUnavailableError naming the extra that installs it."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise RayUnavailableError(
+            f"Ray is not installed ({exc}); install it with: {RAY_EXTRA}"
+        ) from None
+    return ray
 
 
 @contextlib.contextmanager
@@ -37,11 +54,11 @@ def loopback_only() -> Iterator[None]:
     env_before = os.environ.get(CLUSTERS_ENV)
     flag_before = getattr(constants, "ENABLE_RAY_CLUSTER", True)
     os.environ[CLUSTERS_ENV] = "0"
-    constants.ENABLE_RAY_CLUSTER = False
+    setattr(constants, "ENABLE_RAY_CLUSTER", False)  # noqa: B010 - a private flag of Ray's
     try:
         yield
     finally:
-        constants.ENABLE_RAY_CLUSTER = flag_before
+        setattr(constants, "ENABLE_RAY_CLUSTER", flag_before)  # noqa: B010
         if env_before is None:
             os.environ.pop(CLUSTERS_ENV, None)
         else:
@@ -69,7 +86,6 @@ def start_local_ray(num_cpus: int | None = None) -> Callable[[], None]:
     cluster instead (it refuses `num_cpus` then): this says so on stderr and connects without
     it; `stop()` then disconnects.
     """
-    from jianmu_bt.sandbox.ray_runner import require_ray
 
     ray = require_ray()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")

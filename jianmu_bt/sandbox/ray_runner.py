@@ -33,7 +33,12 @@ import anyio
 
 from jianmu_bt.sandbox.failures import limit_error, sandbox_error
 from jianmu_bt.sandbox.limits import parse_size
-from jianmu_bt.sandbox.ray_local import start_local_ray
+from jianmu_bt.sandbox.ray_local import (
+    RAY_EXTRA,
+    RayUnavailableError,
+    require_ray,
+    start_local_ray,
+)
 from jianmu_bt.sandbox.ray_resources import missing_resources
 from jianmu_bt.sandbox.ray_waits import active_waits
 from jianmu_bt.sandbox.toolspec import ToolNotPortableError, describe_tool, recreate_tool, spec_key
@@ -41,7 +46,6 @@ from jianmu_bt.tools.runners import RunnableTool
 
 __all__ = ["RAY_EXTRA", "RayRunner", "RayUnavailableError", "require_ray", "start_local_ray"]
 
-RAY_EXTRA = "pip install 'jianmu-bt[ray]'"
 #: The options a tree file may give `runner: {kind: ray, ...}`.
 RAY_OPTIONS = (
     "num_cpus",
@@ -53,21 +57,6 @@ RAY_OPTIONS = (
     "max_retries",
     "warm",
 )
-
-
-class RayUnavailableError(RuntimeError):
-    """Ray is not installed (the message names the extra to install)."""
-
-
-def require_ray() -> Any:
-    """The `ray` module, or RayUnavailableError naming the extra that installs it."""
-    try:
-        import ray
-    except ImportError as exc:
-        raise RayUnavailableError(
-            f"Ray is not installed ({exc}); install it with: {RAY_EXTRA}"
-        ) from None
-    return ray
 
 
 def portable_spec(tool: Any) -> dict[str, Any]:

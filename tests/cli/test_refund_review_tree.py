@@ -189,7 +189,7 @@ def test_from_the_viewer_across_a_kill_and_a_resume(tmp_path):
 
     second = Page("resume", "R", "--store", db, cwd=tmp_path)
     try:
-        held = second.first("api/pending", "pending")  # the question is not asked again: it was answered
+        held = second.first("api/pending", "pending")  # the answered question is not asked again
         assert second.get("api/waiting")["questions"] == []
         decided = second.post(
             "api/decide", {"call_id": held["call_id"], "decision": "approve", "arguments": EDITED}

@@ -341,7 +341,7 @@ root:
 
 
 def test_ask_with_nobody_attending_takes_its_default_in_a_run_that_is_not_durable():
-    result, tree = run("""
+    result, _ = run("""
 state:
   plan: {type: string}
 root:
