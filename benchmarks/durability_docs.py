@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.docs_figures import END, begin_marker, replace_block
+from benchmarks.docs_figures import END, begin_marker, measured, replace_block
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "figures" / "durability" / "latest.json"
@@ -44,14 +44,10 @@ def _met(row: dict[str, Any]) -> str:
 def figures(results: dict[str, Any]) -> str:
     """The markdown of the figures block for `results` (a results file's JSON)."""
     rows = [row for row in results["rows"] if row.get("area") == AREA]
-    load = results.get("data", {}).get(AREA, {}).get("load", {})
-    machine = results.get("machine", {})
     lines = [
         BEGIN,
         "",
-        f"Measured {results.get('created', '?')} on {machine.get('cpus_usable', '?')} CPUs "
-        f"({machine.get('cpu', '?')}), 1-minute load {load.get('before', '?')} before and "
-        f"{load.get('after', '?')} after:",
+        f"{measured(results, AREA)}:",
         "",
         "| steps | per-step overhead (SQLite) | target | store bytes per step |",
         "|---|---|---|---|",

@@ -14,7 +14,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.docs_figures import END, begin_marker, block as figures_block, replace_block
+from benchmarks.docs_figures import (
+    END,
+    begin_marker,
+    block as figures_block,
+    measured,
+    replace_block,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "figures" / "scale-out" / "latest.json"
@@ -33,14 +39,10 @@ def figures(results: dict[str, Any]) -> str:
     if not rows:
         raise ValueError(f"the results file has no rows of the {AREA} area")
     data = results.get("data", {}).get(AREA, {})
-    load = data.get("load", {})
-    machine = results.get("machine", {})
     lines = [
         BEGIN,
         "",
-        f"Measured {results.get('created', '?')} on {machine.get('cpus_usable', '?')} CPUs "
-        f"({machine.get('cpu', '?')}), 1-minute load {load.get('before', '?')} before and "
-        f"{load.get('after', '?')} after; {data.get('runs', '?')} runs a batch, medians of "
+        f"{measured(results, AREA)}; {data.get('runs', '?')} runs a batch, medians of "
         f"{data.get('rounds', '?')} rounds; per run after start-up (first result to last):",
         "",
         "| measure | per run or call | against | ratio | target | met |",

@@ -1,8 +1,8 @@
 """Handing out a call of an external tool, and waiting for its result from outside.
 
 `run_tool_call` comes here instead of running the tool. In a durable run the node has already
-journaled the call `waiting` (with its deadline: `waiting_row`); the run then either waits in
-this process, when someone attends the tree's external results (`Tree.attend_results`, the
+journaled the call `waiting` (with its deadline: `journaled.start_row`); the run then either
+waits in this process, when someone attends the tree's external results (`Tree.attend_results`, the
 viewer) and the run holds calls in process (`hold="wait"`), or pauses until a resume brings
 the result (`jianmu resume RUN --result CALL_ID=JSON`). A run that is not durable waits in
 process while someone attends its results, and otherwise takes the tool's default at once (or
@@ -23,10 +23,9 @@ from jianmu_bt.runtime.outside import (
     waiting_call,
     waiting_document,
 )
-from jianmu_bt.store import JournalEntry
 from jianmu_bt.tools import Tool, ToolCall, ToolResult
 from jianmu_bt.tools.argument_schema import schema_problems
-from jianmu_bt.tools.external import NO_DEFAULT, is_external
+from jianmu_bt.tools.external import NO_DEFAULT
 
 NOBODY = "nobody attends the tree's external results and the run is not durable"
 
@@ -44,12 +43,6 @@ def external_document(tool: Tool, arguments: Any = None) -> dict[str, Any]:
     return document
 
 
-def waiting_row(tool: Tool | None, current: JournalEntry | None) -> bool:
-    """Whether a call of `tool` is journaled `waiting` before it starts (an external tool's
-    call not handed out yet), rather than `running`."""
-    return is_external(tool) and not (current is not None and current.status == WAITING)
-
-
 async def hand_out(
     context: RunContext | None, node: str, tool: Tool, call: ToolCall, key: str | None
 ) -> ToolResult:
@@ -60,7 +53,7 @@ async def hand_out(
     journal = context.journal
     record = None
     if journal is not None and key is not None:
-        record = journal.recorded(key.removeprefix(f"{journal.run_id}/"))
+        record = journal.recorded(journal.step_of(key))
     if record is not None and record.status == WAITING:
         document = dict(record.result or {})
     else:

@@ -26,7 +26,7 @@ from typing import Any
 
 from jianmu_bt.guard import GuardVerdict
 from jianmu_bt.nodes.calling import MeteredResult, id_of
-from jianmu_bt.nodes.handing_out import external_document, waiting_row
+from jianmu_bt.nodes.handing_out import external_document
 from jianmu_bt.runtime.journal import CANCELLED, FINISHED_CALL, RunJournal
 from jianmu_bt.runtime.outside import WAITING, SuppliedResult
 from jianmu_bt.runtime.services import RunGuard
@@ -193,7 +193,7 @@ def start_row(
     not handed out yet (with its deadline, and `run`'s arguments: the call as handed out, a
     reviewer's edit included). `make(status, result, decision=...)` builds a row."""
     if tool is not None and is_external(tool):
-        if not waiting_row(tool, current):
+        if current is not None and current.status == WAITING:
             return None  # handed out before this process: not again
         return make(WAITING, decision=external_document(tool, run.arguments))
     return None if may_run_again(tool) else make("running")

@@ -168,6 +168,14 @@ class RunContext:
         runner: ToolRunner | None = self.services.get("runner")
         return runner
 
+    def service(self, name: str, make: Callable[[], Any]) -> Any:
+        """The run's service `name`, made with `make()` on first use (once, also when two
+        threads ask at the same time)."""
+        found = self.services.get(name)
+        if found is None:
+            found = self.services.setdefault(name, make())
+        return found
+
     def attach(self, task_group: TaskGroup | None, wake: Callable[[], None]) -> None:
         """Called by the runner: where spawned work runs and how to wake the runner."""
         self._task_group = task_group

@@ -143,6 +143,10 @@ class RunJournal:
         """The idempotency key of a step: the same in every process of the run."""
         return f"{self.run_id}/{key}"
 
+    def step_of(self, idempotency_key: str) -> str:
+        """The step key whose `idempotency_key` this is."""
+        return idempotency_key.removeprefix(f"{self.run_id}/")
+
     def record_outcome(self, *entries: JournalEntry) -> None:
         """Record how steps ended (`done`, `failed`, `cancelled`, an input read). The outcome
         of a call that may not run again (`effectful`) is written at once; the others

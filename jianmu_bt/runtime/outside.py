@@ -278,10 +278,7 @@ class SuppliedResult(ToolResult):
 
 def external_calls_of(run: Any) -> ExternalCalls:
     """The live external calls of a run (a RunContext), made on first use."""
-    services: dict[str, Any] = run.services
-    found = services.get(SERVICE_NAME)
-    if found is None:
-        found = services.setdefault(SERVICE_NAME, ExternalCalls())
+    found = run.service(SERVICE_NAME, ExternalCalls)
     assert isinstance(found, ExternalCalls)
     return found
 

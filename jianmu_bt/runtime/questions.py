@@ -283,10 +283,7 @@ class QuestionStore:
 
 def questions_of(run: Any) -> QuestionStore:
     """The question store of a run (a RunContext), made on first use."""
-    services: dict[str, Any] = run.services
-    store = services.get(SERVICE_NAME)
-    if store is None:
-        store = services.setdefault(SERVICE_NAME, QuestionStore())
+    store = run.service(SERVICE_NAME, QuestionStore)
     assert isinstance(store, QuestionStore)
     return store
 
